@@ -1,0 +1,29 @@
+# Two entry points for a fresh machine (see README):
+#   make report   set up .venv and write a verification report under reports/
+#   make test     set up .venv and run the test suite
+VENV ?= .venv
+PYTHON ?= python3
+PROFILE ?= quick
+BIN := $(VENV)/bin
+
+.PHONY: report test bench setup clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+report: setup
+	$(BIN)/icl-verify run --profile $(PROFILE)
+
+test: setup
+	$(BIN)/python -m pytest -n 2
+
+bench: setup
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) build *.egg-info

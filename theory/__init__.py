@@ -1,0 +1,61 @@
+"""Exact, pure derivations for the theory of how transformers learn causal structure in context.
+
+numpy, scipy and sympy only: no torch, no global random state, no I/O. Every function
+is a function of ``(pi, tree, root law[, prior])`` or of a joint pmf, with the convention
+and the paper's equation in its docstring. Conventions: ``shared/CLAIMS.md`` and
+:mod:`theory.conventions`.
+"""
+from .errors import TheoryError
+from .structures import CausalTree
+from .markov import validate_stochastic, validate_prob_vector, stationary, closed_classes
+from .joint import marginal, marginals, pairwise_joint, all_pairwise_joints, channel, sequence_pmf
+from .information import f_divergence, mutual_information, entropy
+from .contraction import dobrushin, eta_chi2, eta_kl, EtaKL
+from .bma import (
+    bma_log_scores,
+    bma_posterior,
+    bma_posterior_bruteforce,
+    bma_predictive,
+    expected_loglik,
+    recursive_trees,
+)
+from .gradients import nichani_gradient_signal, wei_gradient_at_zero, wei_chi2_signal
+from .largedev import chernoff_exponent, llr_law, pairwise_error_exact
+from .continuous import gaussian_bma_constants, gaussian_bma_logits, bilinear_logits
+
+__all__ = [
+    "TheoryError",
+    "CausalTree",
+    "validate_stochastic",
+    "validate_prob_vector",
+    "stationary",
+    "closed_classes",
+    "marginal",
+    "marginals",
+    "pairwise_joint",
+    "all_pairwise_joints",
+    "channel",
+    "sequence_pmf",
+    "f_divergence",
+    "mutual_information",
+    "entropy",
+    "dobrushin",
+    "eta_chi2",
+    "eta_kl",
+    "EtaKL",
+    "bma_log_scores",
+    "bma_posterior",
+    "bma_posterior_bruteforce",
+    "bma_predictive",
+    "expected_loglik",
+    "recursive_trees",
+    "nichani_gradient_signal",
+    "wei_gradient_at_zero",
+    "wei_chi2_signal",
+    "chernoff_exponent",
+    "llr_law",
+    "pairwise_error_exact",
+    "gaussian_bma_constants",
+    "gaussian_bma_logits",
+    "bilinear_logits",
+]

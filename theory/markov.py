@@ -1,0 +1,176 @@
+"""Transition matrices: validation, stationary laws, matrix powers.
+
+Convention: ``pi[s, t] = P(child = t | parent = s)``; rows are the conditioning state,
+so ``pi`` is row-stochastic and a law ``p`` (a row vector) moves one step as ``p @ pi``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse.csgraph import connected_components
+
+from .errors import TheoryError
+
+__all__ = [
+    "validate_stochastic",
+    "validate_prob_vector",
+    "stationary",
+    "closed_classes",
+    "matrix_powers",
+    "ROW_SUM_ATOL",
+]
+
+#: Largest accepted deviation of a row sum (or a law's total) from 1.
+ROW_SUM_ATOL = 1e-8
+
+
+def _as_float_array(x, name: str) -> np.ndarray:
+    try:
+        arr = np.array(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TheoryError(f"{name} could not be read as an array of numbers: {exc}") from None
+    return arr
+
+
+def validate_stochastic(pi, *, name: str = "pi", atol: float = ROW_SUM_ATOL, square: bool = True) -> np.ndarray:
+    """Check that ``pi`` is a square row-stochastic matrix and return it as float64.
+
+    With ``square=False`` a rectangular channel ``K[x, y] = P(y | x)`` is accepted too.
+
+    ``pi[s, t] = P(child = t | parent = s)``: entries finite and ``>= 0``, every row
+    summing to 1 within ``atol``. Zero entries are allowed (reducible or periodic chains
+    are valid transition matrices; functions that need a unique stationary law say so).
+
+    Parameters
+    ----------
+    pi : array_like, shape (d, d)
+
+    Returns
+    -------
+    ndarray, shape (d, d), float64 (a fresh copy).
+
+    Raises
+    ------
+    TheoryError
+        Naming the bad shape, the first NaN/inf or negative entry by ``[row, col]``, or
+        the first row whose sum is off, with the sum.
+    """
+    arr = _as_float_array(pi, name)
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0 or (square and arr.shape[0] != arr.shape[1]):
+        want = "square (d, d)" if square else "2-d (d_in, d_out)"
+        raise TheoryError(f"{name} must be a non-empty {want} matrix, got shape {arr.shape}")
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size:
+        r, c = bad[0]
+        raise TheoryError(f"{name}[{r}, {c}] = {arr[r, c]} is not finite (row {r})")
+    bad = np.argwhere(arr < 0)
+    if bad.size:
+        r, c = bad[0]
+        raise TheoryError(f"{name}[{r}, {c}] = {arr[r, c]:.6g} is negative (row {r})")
+    sums = arr.sum(axis=1)
+    off = np.flatnonzero(np.abs(sums - 1.0) > atol)
+    if off.size:
+        r = off[0]
+        raise TheoryError(
+            f"{name} row {r} sums to {sums[r]:.12g} (off by {sums[r] - 1:+.3g}); every row must sum to 1 "
+            f"(pi[s, t] = P(child = t | parent = s))")
+    return arr
+
+
+def validate_prob_vector(p, *, d: int | None = None, name: str = "p", atol: float = ROW_SUM_ATOL) -> np.ndarray:
+    """Check that ``p`` is a probability vector (of length ``d`` if given); return float64."""
+    arr = _as_float_array(p, name)
+    if arr.ndim != 1 or arr.size == 0:
+        raise TheoryError(f"{name} must be a non-empty 1-d probability vector, got shape {arr.shape}")
+    if d is not None and arr.size != d:
+        raise TheoryError(f"{name} has length {arr.size}, expected {d} (one entry per state)")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise TheoryError(f"{name}[{bad[0]}] = {arr[bad[0]]} is not finite")
+    bad = np.flatnonzero(arr < 0)
+    if bad.size:
+        raise TheoryError(f"{name}[{bad[0]}] = {arr[bad[0]]:.6g} is negative")
+    s = arr.sum()
+    if abs(s - 1.0) > atol:
+        raise TheoryError(f"{name} sums to {s:.12g} (off by {s - 1:+.3g}); a probability vector must sum to 1")
+    return arr
+
+
+def closed_classes(pi) -> list[list[int]]:
+    """The closed communicating classes of the chain (recurrent classes), each sorted.
+
+    Computed from the support of ``pi`` (entries ``> 0``), so an entry of ``1e-300``
+    still connects two states.
+    """
+    pi = validate_stochastic(pi)
+    n_comp, labels = connected_components(pi > 0, directed=True, connection="strong")
+    classes = []
+    for c in range(n_comp):
+        members = np.flatnonzero(labels == c)
+        outside = np.setdiff1d(np.arange(pi.shape[0]), members)
+        if not np.any(pi[np.ix_(members, outside)] > 0):
+            classes.append(members.tolist())
+    return classes
+
+
+def _gth(P: np.ndarray) -> np.ndarray:
+    """Stationary law of an irreducible stochastic matrix by Grassmann-Taksar-Heyman.
+
+    GTH state reduction uses no subtractions, so it stays accurate for entries far
+    below machine epsilon (Grassmann, Taksar & Heyman, Oper. Res. 33, 1985).
+    """
+    A = P.copy()
+    n = A.shape[0]
+    for k in range(n - 1, 0, -1):
+        s = A[k, :k].sum()  # = 1 - A[k, k] on the reduced chain, without cancellation
+        A[:k, k] /= s
+        A[:k, :k] += np.outer(A[:k, k], A[k, :k])
+    x = np.zeros(n)
+    x[0] = 1.0
+    for j in range(1, n):
+        x[j] = x[:j] @ A[:j, j]
+    return x / x.sum()
+
+
+def stationary(pi) -> np.ndarray:
+    """The unique stationary law ``mu`` of ``pi``: ``mu @ pi = mu``, ``sum(mu) = 1``.
+
+    The law is unique exactly when the chain has one closed class (it may also have
+    transient states, which get mass 0, and it may be periodic). Computed on the closed
+    class by the GTH algorithm, which is accurate for tiny entries.
+
+    Parameters
+    ----------
+    pi : array_like, shape (d, d), row-stochastic
+
+    Returns
+    -------
+    ndarray, shape (d,)
+
+    Raises
+    ------
+    TheoryError
+        If the chain has several closed classes (then every mixture of their laws is
+        stationary): the message lists them; pass an explicit root law instead.
+    """
+    pi = validate_stochastic(pi)
+    classes = closed_classes(pi)
+    if len(classes) != 1:
+        raise TheoryError(
+            f"pi has {len(classes)} closed classes {classes}, so its stationary law is not unique; "
+            "pass an explicit root law (root=...) instead of the stationary one")
+    cls = classes[0]
+    mu = np.zeros(pi.shape[0])
+    sub = pi[np.ix_(cls, cls)]
+    sub = sub / sub.sum(axis=1, keepdims=True)  # exact already; guards round-off drift
+    mu[cls] = _gth(sub)
+    return mu
+
+
+def matrix_powers(pi: np.ndarray, k_max: int) -> np.ndarray:
+    """``pi^0 .. pi^k_max`` stacked, shape ``(k_max + 1, d, d)``; ``pi`` must be validated."""
+    d = pi.shape[0]
+    out = np.empty((k_max + 1, d, d))
+    out[0] = np.eye(d)
+    for k in range(1, k_max + 1):
+        out[k] = out[k - 1] @ pi
+    return out
