@@ -3,3 +3,5 @@ the claim registry, the verdict engine, reports and the ``icl-verify`` CLI.
 
 ``sim`` imports ``theory``; ``theory`` never imports ``sim``.
 """
+
+__version__ = "0.1.0"

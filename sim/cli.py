@@ -1,2 +1,237 @@
-def main(argv=None):  # placeholder until the CLI lands
-    raise SystemExit("icl-verify: not built yet")
+"""The ``icl-verify`` command line.
+
+    icl-verify list                      claims, sources, tiers, the profile that decides each, last verdict
+    icl-verify run [options]             run claims, write a report, exit 1 if any claim FAILs (or crashes)
+    icl-verify show RUN_DIR              print a finished run's summary
+    icl-verify prior SPEC [options]      audit claims under a prior on transition matrices
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .claims.base import PROFILES
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {v}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {v}")
+    return v
+
+
+def _add_run_options(p: argparse.ArgumentParser, *, default_claims: str = "*") -> None:
+    p.add_argument("--profile", choices=PROFILES, default="quick",
+                   help="how hard to try: quick (minutes on a laptop), standard (~20 min), paper (the papers' "
+                        "sizes; GPU or patience). Default: quick")
+    p.add_argument("--claims", default=default_claims, metavar="PATTERN",
+                   help="comma-separated globs over claim ids, e.g. 'W.*' or 'W.L1,N.K3' (default: all)")
+    p.add_argument("--seed", type=_nonneg_int, default=0, help="master seed; every number in the report is "
+                   "reproducible from it (default 0)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="torch device for Monte Carlo and training; auto picks cuda when present (default auto)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="where to write the report (default reports/<run-id>/, the run id derived from the config)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run in --out (or the default folder): finished claims are kept")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE", type=Path,
+                   help="a Python file defining CLAIMS = [...] of your own claims (repeatable)")
+    p.add_argument("--z", type=_positive_float, default=3.0,
+                   help="standard errors of margin a Monte Carlo or trained PASS needs (default 3)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="icl-verify",
+        description="Verify the claims of the papers on how transformers learn causal structure in context: "
+                    "exact, symbolic, property-based, Monte Carlo and trained checks with honest verdicts.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p_list = sub.add_parser("list", help="list the claims with their sources, tiers and last verdict")
+    p_list.add_argument("--reports", type=Path, default=Path("reports"),
+                        help="folder searched for the last verdicts (default reports/)")
+    p_list.add_argument("--plugin", action="append", default=[], metavar="FILE", type=Path,
+                        help="also list the claims of this plugin file")
+
+    p_run = sub.add_parser("run", help="run claims and write report.md, report.html, results.json, junit.xml")
+    _add_run_options(p_run)
+
+    p_show = sub.add_parser("show", help="print the summary of a finished run")
+    p_show.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder (holding results.json)")
+
+    p_prior = sub.add_parser(
+        "prior", help="audit the claims under a prior on transition matrices (e.g. 'dirichlet(alpha=0.1)')")
+    p_prior.add_argument("spec", metavar="SPEC", help="a prior spec, e.g. \"floor(dirichlet(alpha=1), gamma=0.3)\", "
+                         "or module:function / path/to/file.py:function for your own sampler")
+    p_prior.add_argument("--d", type=_nonneg_int, default=None,
+                         help="number of states for priors that do not fix it (default: each claim's own sizes)")
+    p_prior.add_argument("--budget", type=_nonneg_int, default=None, metavar="N",
+                         help="examples for the counterexample search where an assumption fails (default: profile's)")
+    _add_run_options(p_prior, default_claims="*")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "list":
+            return _cmd_list(args)
+        if args.command == "run":
+            return _cmd_run(args)
+        if args.command == "show":
+            return _cmd_show(args)
+        if args.command == "prior":
+            return _cmd_prior(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted; finished claims are saved: rerun with --resume to continue", file=sys.stderr)
+        return 130
+    except _UserError as exc:
+        print(f"icl-verify: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    parser.error(f"unknown command {args.command!r}")
+    return EXIT_USAGE
+
+
+class _UserError(Exception):
+    pass
+
+
+def _load_plugins(paths) -> None:
+    from . import claims
+
+    for p in paths:
+        try:
+            claims.load_plugin(p)
+        except (FileNotFoundError, ValueError, TypeError, SyntaxError, ImportError) as exc:
+            raise _UserError(f"cannot load claim plugin {p}: {exc}") from None
+
+
+def _cmd_list(args) -> int:
+    from . import claims
+
+    _load_plugins(args.plugin)
+    last = _last_verdicts(args.reports)
+    rows = [("id", "source", "tiers", "decided by", "last verdict", "title")]
+    for c in claims.all_claims():
+        lv = last.get(c.id)
+        rows.append((c.id, c.source.cite(), ",".join(c.tiers), c.decided_by,
+                     f"{lv[0]} ({lv[1]})" if lv else "—", c.title))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for k, r in enumerate(rows):
+        print("  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])
+        if k == 0:
+            print("  ".join("-" * w for w in widths) + "  -----")
+    return EXIT_OK
+
+
+def _last_verdicts(reports: Path) -> dict[str, tuple[str, str]]:
+    """claim id -> (verdict, run id) from the most recent finished run that has it."""
+    out: dict[str, tuple[str, str]] = {}
+    if not reports.is_dir():
+        return out
+    runs = sorted(reports.glob("*/results.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in runs:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        for d in doc.get("claims", []):
+            if d.get("verdict") != "NOT_RUN":
+                out.setdefault(d["id"], (d["verdict"], doc.get("run_id", path.parent.name)))
+    return out
+
+
+def _make_config(args, prior_spec=None, overrides=None):
+    from .device import DeviceError, resolve_device
+    from .runner import RunConfig, RunError
+
+    try:
+        device = resolve_device(args.device)
+        return RunConfig(profile=args.profile, claims=args.claims, seed=args.seed, device=device,
+                         prior=prior_spec, z=args.z, overrides=overrides or {})
+    except (DeviceError, RunError) as exc:
+        raise _UserError(str(exc)) from None
+
+
+def _select(pattern):
+    from . import claims
+
+    try:
+        return claims.select(pattern)
+    except claims.UnknownClaimError as exc:
+        raise _UserError(str(exc)) from None
+
+
+def _execute(args, config, selected, prior=None, header_extra="") -> int:
+    from .report import summary_table
+    from .runner import RunError, run
+
+    print(f"icl-verify {config.run_id}: profile={config.profile} seed={config.seed} device={config.device} "
+          f"claims={len(selected)} ({config.claims}){header_extra}", file=sys.stderr)
+    try:
+        out_dir, dicts = run(config, selected, out_dir=args.out, resume=args.resume, prior=prior,
+                             show_progress=not args.no_progress)
+    except RunError as exc:
+        raise _UserError(str(exc)) from None
+    print(summary_table(dicts))
+    print(f"\nReport: {out_dir / 'report.md'}  (also report.html, results.json, junit.xml)")
+    bad = [d["id"] for d in dicts if d["verdict"] in ("FAIL", "ERROR")]
+    if bad:
+        print(f"{len(bad)} claim(s) FAILED or crashed: {', '.join(bad)}", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def _cmd_run(args) -> int:
+    _load_plugins(args.plugin)
+    selected = _select(args.claims)
+    config = _make_config(args)
+    return _execute(args, config, selected)
+
+
+def _cmd_show(args) -> int:
+    from .report import load_results, summary_table
+
+    try:
+        doc = load_results(args.run_dir)
+    except FileNotFoundError as exc:
+        raise _UserError(str(exc)) from None
+    cfg = doc["config"]
+    print(f"{doc['run_id']}: profile={cfg['profile']} seed={cfg['seed']} device={cfg['device']} "
+          f"commit={doc.get('git_commit')} elapsed={doc.get('elapsed_s')}s")
+    if doc.get("prior"):
+        print(f"prior: {doc['prior']}")
+    print(summary_table(doc["claims"]))
+    print("\n" + ", ".join(f"{k} {v}" for k, v in doc["summary"].items() if v))
+    return EXIT_OK
+
+
+def _cmd_prior(args) -> int:
+    from .audit import run_prior_audit
+
+    _load_plugins(args.plugin)
+    return run_prior_audit(args, make_config=_make_config, select=_select, execute=_execute, user_error=_UserError)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

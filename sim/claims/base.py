@@ -1,0 +1,264 @@
+"""Claims as objects, the context a check runs in, and the shared evaluation patterns.
+
+A :class:`Claim` is small: catalogue id, source, the formalization it checks (in words),
+named assumptions, the tiers it supports with one check function each, per-profile
+settings, and ``params``: the formula under test (constants, bounds). ``params`` is what
+a *variant* perturbs, so a test can hand the engine a deliberately wrong conclusion and
+watch it FAIL, and ``Context.prior`` is what a user's prior replaces.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import traceback
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..verdict import Assumption, Number, Outcome, TierResult, Verdict, tier_verdict
+
+__all__ = [
+    "Source",
+    "Claim",
+    "Context",
+    "TIERS",
+    "PROFILES",
+    "InstanceCheck",
+    "summarize_instances",
+    "search_counterexample",
+    "stable_hash",
+]
+
+TIERS = ("symbolic", "exact", "property", "montecarlo", "trained")
+PROFILES = ("quick", "standard", "paper")
+
+TierFn = Callable[["Context"], TierResult]
+
+
+def stable_hash(text: str) -> int:
+    """A hash of ``text`` that is the same in every process (unlike ``hash``)."""
+    return zlib.crc32(text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Source:
+    paper: str  # catalogue letter: W, N, G, E
+    where: str  # "Lemma 3", "Theorem 2", "Knowl 3 (Lemma 5.x)"
+    equation: str = ""  # the statement as the paper writes it
+
+    def cite(self) -> str:
+        return f"{self.paper} {self.where}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One catalogue entry made executable.
+
+    ``checks`` maps a tier name to a function ``Context -> TierResult``; ``settings`` maps
+    a profile name to that profile's settings (``settings[p]["tiers"]`` lists the tiers run
+    in profile ``p``; a claim with no tier for the profile is NOT_RUN there, and the report
+    names ``decided_by``).
+    """
+
+    id: str
+    title: str
+    source: Source
+    statement: str
+    assumptions: tuple[str, ...]
+    checks: Mapping[str, TierFn]
+    settings: Mapping[str, Mapping[str, Any]]
+    decided_by: str = "quick"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    prior_dependent: bool = False
+    figures: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        unknown = set(self.checks) - set(TIERS)
+        if unknown:
+            raise ValueError(f"claim {self.id}: unknown tiers {sorted(unknown)}")
+        if self.decided_by not in PROFILES:
+            raise ValueError(f"claim {self.id}: decided_by must be one of {PROFILES}")
+        for p, s in self.settings.items():
+            if p not in PROFILES:
+                raise ValueError(f"claim {self.id}: settings for unknown profile {p!r}")
+            bad = set(s.get("tiers", ())) - set(self.checks)
+            if bad:
+                raise ValueError(f"claim {self.id}: profile {p} runs tiers {sorted(bad)} that have no check")
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    @property
+    def tiers(self) -> tuple[str, ...]:
+        return tuple(t for t in TIERS if t in self.checks)
+
+    def tiers_for(self, profile: str) -> tuple[str, ...]:
+        s = self.settings.get(profile, {})
+        return tuple(t for t in TIERS if t in s.get("tiers", ()))
+
+    def variant(self, **params) -> "Claim":
+        """The same claim with some of the formula under test replaced (for wrong-variant tests)."""
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise KeyError(f"claim {self.id} has no params {sorted(unknown)}; known: {sorted(self.params)}")
+        return dataclasses.replace(self, params={**self.params, **params})
+
+
+@dataclass
+class Context:
+    """What a check runs with: settings of the active profile, seeds, device, output folder.
+
+    Randomness is split by purpose: ``ctx.rng("pi")`` and ``ctx.rng("sequences")`` are
+    independent streams derived from (master seed, claim id, purpose), so changing how
+    many sequences one part draws does not shift the matrices another part draws, and a
+    claim's numbers do not depend on which other claims ran before it.
+    """
+
+    claim: Claim
+    profile: str
+    seed: int
+    out_dir: Path
+    device: str = "cpu"
+    prior: Any = None  # a sim.priors.Prior overriding the claim's default inputs
+    z: float = 3.0
+    progress: Callable[[str], None] = lambda msg: None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        base = dict(self.claim.settings.get(self.profile, {}))
+        base.update(self.overrides)
+        return base
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        return self.claim.params
+
+    def seed_for(self, purpose: str) -> int:
+        """A 32-bit seed for ``purpose``, reported next to the numbers it produced."""
+        ss = np.random.SeedSequence(self.seed, spawn_key=(stable_hash(self.claim.id), stable_hash(purpose)))
+        return int(ss.generate_state(1)[0])
+
+    def rng(self, purpose: str) -> np.random.Generator:
+        return np.random.default_rng(self.seed_for(purpose))
+
+    def figure_path(self, name: str) -> Path:
+        path = self.out_dir / "figures" / f"{self.claim.id}-{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+# ---------------------------------------------------------------------------------------
+# Pattern 1: a conclusion checked on many drawn instances (exact and Monte Carlo tiers).
+# ---------------------------------------------------------------------------------------
+@dataclass
+class InstanceCheck:
+    """One drawn instance: which assumptions held, the conclusion's status on it, its margin
+    (positive = held by that much) and the full record to print as a counterexample."""
+
+    assumptions: Mapping[str, bool]
+    outcome: Outcome
+    margin: float
+    record: Mapping[str, Any]
+
+
+def summarize_instances(tier: str, checks: Sequence[InstanceCheck], assumption_names: Sequence[str], *,
+                        what: str, numbers: Sequence[Number] = (), budget: str = "") -> TierResult:
+    """Turn per-instance checks into a tier result.
+
+    The conclusion is VIOLATED if it fails on any instance whose assumptions all hold
+    (the worst such instance is the counterexample), UNDECIDED if some instance is within
+    the error, HELD otherwise. Instances that break an assumption are judged separately:
+    the result says whether the conclusion still held on them.
+    """
+    if not checks:
+        raise ValueError(f"{tier}: no instances were checked")
+    n = len(checks)
+    assumptions = []
+    for name in assumption_names:
+        bad = sum(1 for c in checks if not c.assumptions.get(name, True))
+        detail = f"held on all {n} instances" if bad == 0 else f"failed on {bad} of {n} instances"
+        assumptions.append(Assumption(name=name, holds=bad == 0, detail=detail))
+    good = [c for c in checks if all(c.assumptions.values())]
+    broken = [c for c in checks if not all(c.assumptions.values())]
+
+    def status(group):
+        if any(c.outcome is Outcome.VIOLATED for c in group):
+            return Outcome.VIOLATED
+        if any(c.outcome is Outcome.UNDECIDED for c in group):
+            return Outcome.UNDECIDED
+        return Outcome.HELD
+
+    conclusion = status(good) if good else status(broken)
+    counterexample = None
+    if good and conclusion is Outcome.VIOLATED:
+        worst = min((c for c in good if c.outcome is Outcome.VIOLATED), key=lambda c: c.margin)
+        counterexample = dict(worst.record)
+    without = None
+    if broken:
+        st = status(broken)
+        nviol = sum(1 for c in broken if c.outcome is Outcome.VIOLATED)
+        if st is Outcome.VIOLATED:
+            worst = min((c for c in broken if c.outcome is Outcome.VIOLATED), key=lambda c: c.margin)
+            without = (f"violated on {nviol} of {len(broken)} instances that break an assumption "
+                       "(the assumption looks necessary)")
+            if counterexample is None:
+                counterexample = dict(worst.record)
+        elif st is Outcome.UNDECIDED:
+            without = f"undecided on some of the {len(broken)} instances that break an assumption"
+        else:
+            without = (f"held on all {len(broken)} instances that break an assumption "
+                       "(the assumption did not look necessary on these inputs)")
+    verdict = tier_verdict(assumptions, conclusion)
+    margins = [c.margin for c in (good or broken)]
+    summary = f"{what}: {conclusion.value} on {len(good or broken)} instances (smallest margin {min(margins):.3g})"
+    return TierResult(tier=tier, verdict=verdict, conclusion=conclusion, summary=summary,
+                      assumptions=assumptions, numbers=list(numbers), counterexample=counterexample,
+                      conclusion_without_assumptions=without,
+                      budget=budget if conclusion is Outcome.UNDECIDED else "")
+
+
+# ---------------------------------------------------------------------------------------
+# Pattern 2: the property tier — hypothesis searches for a counterexample and shrinks it.
+# ---------------------------------------------------------------------------------------
+def search_counterexample(strategy, violates: Callable[[Any], bool], *, max_examples: int, seed: int):
+    """Search ``strategy`` for an input on which ``violates`` is true; shrink it.
+
+    Returns ``(example, n_tried)`` with ``example=None`` when none was found within
+    ``max_examples``. Reproducible: hypothesis draws from ``random.Random(seed)`` and uses
+    no example database, independent of any hypothesis profile the caller loaded.
+    """
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+    tried = 0
+
+    def condition(x):
+        nonlocal tried
+        tried += 1
+        return bool(violates(x))
+
+    cfg = settings(
+        settings.get_profile("default"),
+        max_examples=max_examples,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )
+    try:
+        example = find(strategy, condition, settings=cfg, random=random.Random(seed))
+    except (NoSuchExample, Unsatisfiable):
+        return None, tried
+    return example, tried
+
+
+def crash_result(tier: str, exc: BaseException) -> TierResult:
+    """A check that raised: recorded as ERROR with its traceback, never as a verdict."""
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return TierResult(tier=tier, verdict=Verdict.ERROR, conclusion=Outcome.UNDECIDED,
+                      summary=f"the check crashed: {type(exc).__name__}: {exc}", error=tb)

@@ -1,0 +1,332 @@
+"""Reports of a run: ``results.json`` (for machines), ``report.md`` (for reading),
+``report.html`` (the same with figures, one self-contained file), ``junit.xml`` (for CI).
+
+All four are rendered from the same list of claim dicts (the JSON form of
+:class:`sim.verdict.ClaimResult`), so they cannot disagree. Every piece of text that comes
+from a claim, a config or a counterexample is escaped before it reaches HTML or XML.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Sequence
+from xml.sax.saxutils import quoteattr
+
+from .verdict import Verdict
+
+__all__ = ["write_reports", "summary_table", "SCHEMA", "package_versions", "git_commit", "load_results"]
+
+SCHEMA = "icl-verify/results/v1"
+
+_BADGE = {
+    "PASS": "#1a7f37", "FAIL": "#cf222e", "ASSUMPTION_UNMET": "#9a6700",
+    "INCONCLUSIVE": "#6e7781", "NOT_RUN": "#8c959f", "ERROR": "#8250df",
+}
+
+
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in ("icl-causal-verify", "numpy", "scipy", "sympy", "torch", "networkx", "hypothesis", "matplotlib"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout the code runs from (with ``+dirty`` when modified)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not sha:
+        return None
+    return sha + ("+dirty" if dirty else "")
+
+
+def load_results(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / "results.json"
+    if not path.exists():
+        partial = sorted((Path(run_dir) / "results").glob("*.json")) if (Path(run_dir) / "results").exists() else []
+        hint = f" ({len(partial)} claims finished; resume with icl-verify run --resume --out {run_dir})" if partial else ""
+        raise FileNotFoundError(f"{run_dir} has no results.json: the run did not finish{hint}")
+    return json.loads(path.read_text())
+
+
+def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: float, prior=None) -> dict:
+    from .runner import atomic_write_text, claim_counts
+
+    out_dir = Path(out_dir)
+    doc = {
+        "schema": SCHEMA,
+        "run_id": config.run_id,
+        "complete": True,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "config": config.as_dict(),
+        "config_hash": config.digest(),
+        "seeds": {"master": config.seed, "claims": {d["id"]: d["seed"] for d in dicts}},
+        "prior": None if prior is None else getattr(prior, "spec", lambda: str(prior))(),
+        "versions": package_versions(),
+        "git_commit": git_commit(),
+        "platform": platform.platform(),
+        "elapsed_s": round(elapsed_s, 2),
+        "summary": claim_counts(dicts),
+        "claims": list(dicts),
+    }
+    atomic_write_text(out_dir / "results.json", json.dumps(doc, indent=2))
+    atomic_write_text(out_dir / "report.md", render_markdown(doc))
+    atomic_write_text(out_dir / "report.html", render_html(doc, out_dir))
+    atomic_write_text(out_dir / "junit.xml", render_junit(doc))
+    return doc
+
+
+# -- terminal ------------------------------------------------------------------------------
+def summary_table(dicts: Sequence[dict]) -> str:
+    rows = [("claim", "verdict", "tiers", "time", "summary")]
+    for d in dicts:
+        tiers = " ".join(f"{t['tier']}:{t['verdict']}" for t in d["tiers"]) or f"(decided by {d['decided_by']})"
+        first = next((t["summary"] for t in d["tiers"] if t["verdict"] != "PASS"), None)
+        first = first or (d["tiers"][0]["summary"] if d["tiers"] else d.get("note", ""))
+        rows.append((d["id"], d["verdict"], tiers, f"{d['elapsed_s']:.1f}s", _clip(first, 70)))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for k, r in enumerate(rows):
+        lines.append("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4])
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 7)
+    return "\n".join(lines)
+
+
+def _clip(text: str, n: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _fmt_num(x) -> str:
+    if isinstance(x, str):
+        return x
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+        return f"{x:.4e}"
+    return f"{x:.6g}"
+
+
+def _number_rows(numbers: Sequence[dict]) -> list[list[str]]:
+    rows = []
+    for n in numbers:
+        rows.append([n["name"], _fmt_num(n["value"]), _fmt_num(n["stderr"]) if n["stderr"] else "0 (exact)"
+                     if n["kind"] == "exact" else _fmt_num(n["stderr"]),
+                     _fmt_num(n["n"]), _fmt_num(n["seed"]), _fmt_num(n["tolerance"]), n["kind"], n.get("note", "")])
+    return rows
+
+
+_NUM_HEAD = ["number", "value", "± (s.e.)", "n", "seed", "tolerance", "kind", "note"]
+
+
+# -- markdown -------------------------------------------------------------------------------
+def _md(text) -> str:
+    """Text from claims/configs in Markdown: HTML-escaped, so no renderer runs it as markup."""
+    return html.escape(str(text), quote=False)
+
+
+def _md_escape_cell(text: str) -> str:
+    return _md(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(doc: dict) -> str:
+    cfg = doc["config"]
+    out = [f"# icl-verify report `{doc['run_id']}`", ""]
+    out.append(f"Profile **{cfg['profile']}**, seed {cfg['seed']}, device {cfg['device']}, "
+               f"claims {_md(cfg['claims'])}, z = {cfg['z']}" + (f", prior {_md(doc['prior'])}" if doc.get("prior") else "")
+               + f". Commit `{doc['git_commit']}`, {doc['created']}, {doc['elapsed_s']} s.")
+    out.append("")
+    out.append("Verdicts: " + ", ".join(f"{k} {v}" for k, v in doc["summary"].items() if v))
+    out.append("")
+    out.append("| claim | title | verdict | tiers | source |")
+    out.append("|---|---|---|---|---|")
+    for d in doc["claims"]:
+        tiers = ", ".join(f"{t['tier']} {t['verdict']}" for t in d["tiers"]) or f"decided by `{d['decided_by']}`"
+        out.append(f"| [{d['id']}](#{_anchor(d['id'])}) | {_md_escape_cell(d['title'])} | **{d['verdict']}** | "
+                   f"{tiers} | {_md_escape_cell(d['source'])} |")
+    out.append("")
+    for d in doc["claims"]:
+        out.extend(_md_claim(d))
+    out.append("---")
+    out.append("Versions: " + ", ".join(f"{k} {v}" for k, v in doc["versions"].items()))
+    return "\n".join(out) + "\n"
+
+
+def _anchor(cid: str) -> str:
+    return cid.lower().replace(".", "")
+
+
+def _md_claim(d: dict) -> list[str]:
+    out = [f"## {_md(d['id'])} — {_md(d['title'])}", "", f"**Verdict: {d['verdict']}**  ·  source: {_md(d['source'])}  ·  "
+           f"tiers: {', '.join(d['tiers_supported'])}  ·  decided by profile `{d['decided_by']}`  ·  "
+           f"claim seed {d['seed']}", "", f"*Formalization checked:* {_md(d['statement'])}", ""]
+    if d.get("note"):
+        out += [f"> {_md(d['note'])}", ""]
+    for t in d["tiers"]:
+        out.append(f"### {t['tier']} — {t['verdict']} ({t['elapsed_s']:.1f} s)")
+        out.append("")
+        out.append(_md(t["summary"]))
+        out.append("")
+        if t["assumptions"]:
+            out.append("Assumptions:")
+            for a in t["assumptions"]:
+                mark = {True: "holds", False: "FAILS", None: "undecided"}[a["holds"]]
+                out.append(f"- {_md(a['name'])}: **{mark}** — {_md(a['detail'])}")
+            out.append("")
+        if t.get("conclusion_without_assumptions"):
+            out += [f"Conclusion where an assumption fails: {_md(t['conclusion_without_assumptions'])}", ""]
+        for r in t.get("readings", []):
+            out.append(f"- reading *{_md(r.get('name'))}*: **{_md(r.get('verdict', ''))}** — {_md(r.get('detail', ''))}")
+        if t.get("readings"):
+            out.append("")
+        if t["numbers"]:
+            out.append("| " + " | ".join(_NUM_HEAD) + " |")
+            out.append("|" + "---|" * len(_NUM_HEAD))
+            for row in _number_rows(t["numbers"]):
+                out.append("| " + " | ".join(_md_escape_cell(c) for c in row) + " |")
+            out.append("")
+        if t.get("counterexample"):
+            out += ["Counterexample (in full):", "", "```json", json.dumps(t["counterexample"], indent=1), "```", ""]
+        if t.get("budget"):
+            out += [f"What would decide it: {_md(t['budget'])}", ""]
+        if t.get("error"):
+            out += ["```", t["error"].rstrip(), "```", ""]
+        for f in t.get("figures", []):
+            out += [f"![{d['id']} {Path(f).stem}]({f})", ""]
+    return out
+
+
+# -- html -----------------------------------------------------------------------------------
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#1f2328;line-height:1.45}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}td,th{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}.badge{color:#fff;border-radius:4px;padding:1px 7px;font-weight:600;font-size:.85em}
+pre{background:#f6f8fa;padding:.7em;overflow:auto;font-size:.85em}img{max-width:100%;border:1px solid #d0d7de;margin:.4em 0}
+section.claim{border-top:2px solid #d0d7de;margin-top:1.6em}.muted{color:#57606a}
+"""
+
+
+def _badge(v: str) -> str:
+    return f'<span class="badge" style="background:{_BADGE.get(v, "#57606a")}">{html.escape(v)}</span>'
+
+
+def _e(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def render_html(doc: dict, out_dir: Path) -> str:
+    cfg = doc["config"]
+    parts = ['<!DOCTYPE html>', '<html lang="en" xmlns="http://www.w3.org/1999/xhtml">', "<head>",
+             '<meta charset="utf-8" />', f"<title>icl-verify report {_e(doc['run_id'])}</title>",
+             f"<style>{_CSS}</style>", "</head>", "<body>",
+             f"<h1>icl-verify report <code>{_e(doc['run_id'])}</code></h1>",
+             f"<p>Profile <b>{_e(cfg['profile'])}</b>, seed {_e(cfg['seed'])}, device {_e(cfg['device'])}, claims "
+             f"<code>{_e(cfg['claims'])}</code>, z = {_e(cfg['z'])}"
+             + (f", prior <code>{_e(doc['prior'])}</code>" if doc.get("prior") else "")
+             + f". Commit <code>{_e(doc['git_commit'])}</code>, {_e(doc['created'])}, {_e(doc['elapsed_s'])} s.</p>",
+             "<p>" + " ".join(f"{_badge(k)} {v}" for k, v in doc["summary"].items() if v) + "</p>",
+             "<table><tr><th>claim</th><th>title</th><th>verdict</th><th>tiers</th><th>source</th></tr>"]
+    for d in doc["claims"]:
+        tiers = ", ".join(f"{_e(t['tier'])} {_e(t['verdict'])}" for t in d["tiers"]) or \
+            f"decided by <code>{_e(d['decided_by'])}</code>"
+        parts.append(f'<tr><td><a href="#{_e(_anchor(d["id"]))}">{_e(d["id"])}</a></td><td>{_e(d["title"])}</td>'
+                     f"<td>{_badge(d['verdict'])}</td><td>{tiers}</td><td>{_e(d['source'])}</td></tr>")
+    parts.append("</table>")
+    for d in doc["claims"]:
+        parts.extend(_html_claim(d, out_dir))
+    parts.append('<p class="muted">Versions: ' + _e(", ".join(f"{k} {v}" for k, v in doc["versions"].items()))
+                 + "</p>")
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+def _html_claim(d: dict, out_dir: Path) -> list[str]:
+    out = [f'<section class="claim" id="{_e(_anchor(d["id"]))}">',
+           f"<h2>{_e(d['id'])} — {_e(d['title'])} {_badge(d['verdict'])}</h2>",
+           f"<p class=\"muted\">source: {_e(d['source'])} · tiers: {_e(', '.join(d['tiers_supported']))} · decided by "
+           f"profile <code>{_e(d['decided_by'])}</code> · claim seed {_e(d['seed'])}</p>",
+           f"<p><i>Formalization checked:</i> {_e(d['statement'])}</p>"]
+    if d.get("note"):
+        out.append(f"<p><b>{_e(d['note'])}</b></p>")
+    for t in d["tiers"]:
+        out.append(f"<h3>{_e(t['tier'])} {_badge(t['verdict'])} <span class=\"muted\">({t['elapsed_s']:.1f} s)</span></h3>")
+        out.append(f"<p>{_e(t['summary'])}</p>")
+        if t["assumptions"]:
+            out.append("<ul>")
+            for a in t["assumptions"]:
+                mark = {True: "holds", False: "FAILS", None: "undecided"}[a["holds"]]
+                out.append(f"<li>{_e(a['name'])}: <b>{mark}</b> — {_e(a['detail'])}</li>")
+            out.append("</ul>")
+        if t.get("conclusion_without_assumptions"):
+            out.append(f"<p>Conclusion where an assumption fails: {_e(t['conclusion_without_assumptions'])}</p>")
+        if t.get("readings"):
+            out.append("<ul>" + "".join(f"<li>reading <i>{_e(r.get('name'))}</i>: <b>{_e(r.get('verdict', ''))}</b> — "
+                                         f"{_e(r.get('detail', ''))}</li>" for r in t["readings"]) + "</ul>")
+        if t["numbers"]:
+            out.append("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in _NUM_HEAD) + "</tr>")
+            for row in _number_rows(t["numbers"]):
+                out.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>")
+            out.append("</table>")
+        if t.get("counterexample"):
+            out.append("<p>Counterexample (in full):</p><pre>" + _e(json.dumps(t["counterexample"], indent=1)) + "</pre>")
+        if t.get("budget"):
+            out.append(f"<p>What would decide it: {_e(t['budget'])}</p>")
+        if t.get("error"):
+            out.append(f"<pre>{_e(t['error'])}</pre>")
+        for f in t.get("figures", []):
+            path = Path(out_dir) / f
+            if path.exists():
+                data = base64.b64encode(path.read_bytes()).decode("ascii")
+                out.append(f'<img alt="{_e(d["id"] + " " + path.stem)}" src="data:image/png;base64,{data}" />')
+            else:
+                out.append(f"<p class=\"muted\">figure {_e(f)} is missing</p>")
+    out.append("</section>")
+    return out
+
+
+# -- junit ----------------------------------------------------------------------------------
+def render_junit(doc: dict) -> str:
+    claims = doc["claims"]
+    fails = sum(d["verdict"] == "FAIL" for d in claims)
+    errors = sum(d["verdict"] == "ERROR" for d in claims)
+    skipped = sum(d["verdict"] in ("NOT_RUN", "INCONCLUSIVE", "ASSUMPTION_UNMET") for d in claims)
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             f"<testsuites><testsuite name={quoteattr('icl-verify ' + doc['run_id'])} tests=\"{len(claims)}\" "
+             f"failures=\"{fails}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{doc['elapsed_s']}\">"]
+    for d in claims:
+        lines.append(f"<testcase classname={quoteattr('icl_verify.' + d['paper'])} name={quoteattr(d['id'])} "
+                     f"time=\"{d['elapsed_s']}\">")
+        msg = "; ".join(f"{t['tier']}: {t['summary']}" for t in d["tiers"]) or d.get("note", "")
+        if d["verdict"] == Verdict.FAIL.value:
+            cex = next((t.get("counterexample") for t in d["tiers"] if t.get("counterexample")), None)
+            body = html.escape(json.dumps(cex, indent=1)) if cex else ""
+            lines.append(f"<failure message={quoteattr(msg)}>{body}</failure>")
+        elif d["verdict"] == Verdict.ERROR.value:
+            err = next((t.get("error") for t in d["tiers"] if t.get("error")), "")
+            lines.append(f"<error message={quoteattr(msg)}>{html.escape(err or '')}</error>")
+        elif d["verdict"] != Verdict.PASS.value:
+            lines.append(f"<skipped message={quoteattr(d['verdict'] + ': ' + msg)} />")
+        lines.append("</testcase>")
+    lines.append("</testsuite></testsuites>")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,242 @@
+"""The verdict engine: numbers with their error bars, assumptions, conclusions, verdicts.
+
+Semantics (``shared/CLAIMS.md``, "Verdicts"): every check separates assumptions from the
+conclusion and returns
+
+- ``PASS``: assumptions hold and the conclusion is verified with margin beyond the
+  statistical error (``z`` standard errors, and beyond the float tolerance for exact
+  numbers);
+- ``FAIL``: assumptions hold and the conclusion is violated; the counterexample is kept
+  in full so anyone can re-check it by hand;
+- ``ASSUMPTION_UNMET``: some assumption fails; the conclusion is still evaluated and the
+  result says whether it held there (i.e. whether the assumption looked necessary);
+- ``INCONCLUSIVE``: the error bar straddles the threshold; the result says what budget
+  would decide it.
+
+Two statuses outside the four verdicts keep reports honest: ``NOT_RUN`` (the claim is
+decided by another profile; the report names it) and ``ERROR`` (the check itself crashed;
+the traceback is kept). Both are listed, never counted as a pass.
+"""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Sequence
+
+__all__ = [
+    "Verdict",
+    "Outcome",
+    "Number",
+    "Assumption",
+    "TierResult",
+    "ClaimResult",
+    "Z_DEFAULT",
+    "compare",
+    "tier_verdict",
+    "combine_verdicts",
+    "to_jsonable",
+]
+
+#: Standard errors of margin a PASS needs (two-sided 99.7 %).
+Z_DEFAULT = 3.0
+
+
+class Verdict(str, enum.Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    ASSUMPTION_UNMET = "ASSUMPTION_UNMET"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    NOT_RUN = "NOT_RUN"
+    ERROR = "ERROR"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Outcome(str, enum.Enum):
+    """Status of a conclusion, decided with the error bars."""
+
+    HELD = "held"
+    VIOLATED = "violated"
+    UNDECIDED = "undecided"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Number:
+    """One reported number with everything needed to judge it.
+
+    ``stderr`` is the Monte Carlo standard error (or the seeds' standard error for trained
+    numbers; ``0.0`` for exact values), ``n`` the sample size, ``seed`` the seed that
+    produced it, ``tolerance`` the tolerance the check used with it.
+    """
+
+    name: str
+    value: float
+    stderr: float = 0.0
+    n: int | None = None
+    seed: int | None = None
+    tolerance: float | None = None
+    kind: str = "exact"  # exact | montecarlo | trained | symbolic | property
+    note: str = ""
+
+    def __post_init__(self):
+        if self.kind not in ("exact", "montecarlo", "trained", "symbolic", "property"):
+            raise ValueError(f"Number {self.name!r}: unknown kind {self.kind!r}")
+        if self.stderr < 0 or (isinstance(self.stderr, float) and math.isnan(self.stderr)):
+            raise ValueError(f"Number {self.name!r}: stderr must be >= 0, got {self.stderr}")
+
+    def format(self, digits: int = 4) -> str:
+        v = _fmt(self.value, digits)
+        parts = [v if self.stderr == 0 else f"{v} ± {_fmt(self.stderr, 2)}"]
+        if self.n is not None:
+            parts.append(f"n={self.n}")
+        if self.seed is not None:
+            parts.append(f"seed={self.seed}")
+        if self.tolerance is not None:
+            parts.append(f"tol={_fmt(self.tolerance, 2)}")
+        return ", ".join(parts)
+
+
+def _fmt(x: float, digits: int) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, (int,)) and not isinstance(x, bool):
+        return str(x)
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if math.isnan(x):
+        return "nan"
+    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}g}"
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A named check on the inputs. ``holds=None`` means it could not be decided."""
+
+    name: str
+    holds: bool | None
+    detail: str = ""
+    numbers: tuple[Number, ...] = ()
+
+
+@dataclass
+class TierResult:
+    """The evidence one tier produced for one claim."""
+
+    tier: str
+    verdict: Verdict
+    conclusion: Outcome
+    summary: str
+    assumptions: list[Assumption] = field(default_factory=list)
+    numbers: list[Number] = field(default_factory=list)
+    counterexample: dict[str, Any] | None = None
+    # When an assumption failed: did the conclusion still hold on the inputs that broke it?
+    conclusion_without_assumptions: str | None = None
+    figures: list[str] = field(default_factory=list)
+    budget: str = ""  # what would decide an INCONCLUSIVE result
+    readings: list[dict[str, Any]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class ClaimResult:
+    id: str
+    title: str
+    paper: str
+    source: str
+    statement: str
+    tiers_supported: list[str]
+    decided_by: str
+    verdict: Verdict
+    tiers: list[TierResult]
+    seed: int
+    config_hash: str
+    elapsed_s: float = 0.0
+    note: str = ""
+
+
+def compare(value: float, threshold: float, *, stderr: float = 0.0, z: float = Z_DEFAULT,
+            tol: float = 0.0, direction: str = ">=") -> Outcome:
+    """Decide ``value >= threshold`` (or ``<=``) with margin beyond the error.
+
+    HELD when the inequality holds by more than ``z * stderr + tol``; VIOLATED when it
+    fails by more than that; UNDECIDED in between. ``tol`` is the float tolerance for
+    exact numbers (round-off), ``stderr`` the statistical error.
+
+    For a non-strict exact inequality that may hold with equality (e.g. the DPI), pass a
+    round-off ``tol`` and read UNDECIDED as "equal within round-off": callers decide
+    whether equality satisfies their conclusion.
+    """
+    if direction not in (">=", "<="):
+        raise ValueError(f"direction must be '>=' or '<=', got {direction!r}")
+    if any(isinstance(x, float) and math.isnan(x) for x in (value, threshold, stderr)):
+        raise ValueError(f"compare got NaN (value={value}, threshold={threshold}, stderr={stderr})")
+    diff = value - threshold if direction == ">=" else threshold - value
+    margin = z * stderr + tol
+    if diff > margin:
+        return Outcome.HELD
+    if diff < -margin:
+        return Outcome.VIOLATED
+    return Outcome.UNDECIDED
+
+
+def tier_verdict(assumptions: Sequence[Assumption], conclusion: Outcome) -> Verdict:
+    """The verdict of one tier from its assumptions and its conclusion's status."""
+    if any(a.holds is False for a in assumptions):
+        return Verdict.ASSUMPTION_UNMET
+    if any(a.holds is None for a in assumptions):
+        return Verdict.INCONCLUSIVE
+    return {
+        Outcome.HELD: Verdict.PASS,
+        Outcome.VIOLATED: Verdict.FAIL,
+        Outcome.UNDECIDED: Verdict.INCONCLUSIVE,
+    }[conclusion]
+
+
+_SEVERITY = [Verdict.ERROR, Verdict.FAIL, Verdict.ASSUMPTION_UNMET, Verdict.INCONCLUSIVE, Verdict.PASS, Verdict.NOT_RUN]
+
+
+def combine_verdicts(verdicts: Iterable[Verdict]) -> Verdict:
+    """A claim's verdict from its tiers': the most severe one wins.
+
+    Order: ERROR > FAIL > ASSUMPTION_UNMET > INCONCLUSIVE > PASS; NOT_RUN only when no tier ran.
+    """
+    vs = list(verdicts)
+    if not vs:
+        return Verdict.NOT_RUN
+    return min(vs, key=_SEVERITY.index)
+
+
+def to_jsonable(obj):
+    """Dataclasses / enums / numpy scalars and arrays to plain JSON types (inf as strings)."""
+    import numpy as np
+
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if hasattr(obj, "__dataclass_fields__"):
+        return {k: to_jsonable(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        x = float(obj)
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        if math.isnan(x):
+            return "nan"
+        return x
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    return obj

@@ -1,0 +1,228 @@
+"""Tests of theory.markov: validation, closed classes, stationary laws (incl. tiny entries), powers."""
+import numpy as np
+import pytest
+import scipy.linalg
+import sympy as sp
+from hypothesis import given, strategies as st
+
+from theory import TheoryError, closed_classes, stationary, validate_prob_vector, validate_stochastic
+from theory.markov import ROW_SUM_ATOL, matrix_powers
+from theory.strategies import stochastic_matrices
+
+
+# -- validate_stochastic ---------------------------------------------------------------------------
+def test_validate_stochastic_returns_float64_copy():
+    src = [[1, 0], [0.25, 0.75]]
+    out = validate_stochastic(src)
+    assert out.dtype == np.float64 and out.shape == (2, 2)
+    arr = np.array([[0.5, 0.5], [0.5, 0.5]])
+    out = validate_stochastic(arr)
+    out[0, 0] = 9.0
+    assert arr[0, 0] == 0.5
+
+
+def test_validate_stochastic_zero_entries_and_tolerance():
+    validate_stochastic(np.eye(3))  # reducible but valid
+    validate_stochastic([[0.5, 0.5 + 0.5 * ROW_SUM_ATOL], [1.0, 0.0]])
+    with pytest.raises(TheoryError, match=r"row 0 sums to"):
+        validate_stochastic([[0.5, 0.5 + 2 * ROW_SUM_ATOL], [1.0, 0.0]])
+    validate_stochastic([[0.5, 0.51], [1.0, 0.0]], atol=0.02)
+
+
+@pytest.mark.parametrize("pi, match", [
+    ([[0.5, 0.5], [np.nan, 1.0]], r"pi\[1, 0\] = nan is not finite \(row 1\)"),
+    ([[0.5, np.inf], [0.0, 1.0]], r"pi\[0, 1\] = inf is not finite \(row 0\)"),
+    ([[0.5, 0.5], [1.0, -np.inf]], r"pi\[1, 1\] = -inf is not finite"),
+    ([[1.0, 0.0, 0.0], [0.2, 0.9, -0.1], [0.0, 0.0, 1.0]], r"pi\[1, 2\] = -0.1 is negative \(row 1\)"),
+    ([[1.0, 0.0], [0.3, 0.6]], r"pi row 1 sums to 0.9 \(off by -0.1\)"),
+    ([[0.5, 0.6], [0.3, 0.7]], r"pi row 0 sums to 1.1 \(off by \+0.1\)"),
+    ([0.5, 0.5], r"non-empty square \(d, d\) matrix, got shape \(2,\)"),
+    ([[0.5, 0.5]], r"square \(d, d\) matrix, got shape \(1, 2\)"),
+    (np.ones((2, 2, 2)) / 2, r"got shape \(2, 2, 2\)"),
+    (np.zeros((0, 0)), r"got shape \(0, 0\)"),
+    ([["a", "b"], ["c", "d"]], r"could not be read as an array of numbers"),
+    ([[0.5, 0.5], [1.0]], r"could not be read as an array of numbers"),
+])
+def test_validate_stochastic_bad_inputs(pi, match):
+    with pytest.raises(TheoryError, match=match):
+        validate_stochastic(pi)
+
+
+def test_validate_stochastic_rectangular_and_name():
+    K = [[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]]
+    assert validate_stochastic(K, square=False).shape == (2, 3)
+    with pytest.raises(TheoryError, match=r"K must be a non-empty square"):
+        validate_stochastic(K, name="K")
+    with pytest.raises(TheoryError, match=r"2-d \(d_in, d_out\) matrix, got shape \(3,\)"):
+        validate_stochastic([0.2, 0.3, 0.5], square=False)
+    with pytest.raises(TheoryError, match=r"K row 1 sums to 0.5"):
+        validate_stochastic([[0.2, 0.8], [0.25, 0.25]], name="K", square=False)
+
+
+# -- validate_prob_vector --------------------------------------------------------------------------
+def test_validate_prob_vector_accepts():
+    out = validate_prob_vector([0, 1, 0], d=3)
+    assert out.dtype == np.float64
+    validate_prob_vector([1.0])
+
+
+@pytest.mark.parametrize("p, kwargs, match", [
+    ([0.5, 0.5], {"d": 3}, r"p has length 2, expected 3"),
+    ([[0.5, 0.5]], {}, r"1-d probability vector, got shape \(1, 2\)"),
+    ([], {}, r"got shape \(0,\)"),
+    ([0.5, np.nan], {}, r"p\[1\] = nan is not finite"),
+    ([1.5, -0.5], {}, r"p\[1\] = -0.5 is negative"),
+    ([0.5, 0.4], {}, r"p sums to 0.9 \(off by -0.1\)"),
+    ([0.5, 0.4], {"name": "root"}, r"root sums to 0.9"),
+    (["x"], {}, r"could not be read"),
+])
+def test_validate_prob_vector_bad_inputs(p, kwargs, match):
+    with pytest.raises(TheoryError, match=match):
+        validate_prob_vector(p, **kwargs)
+
+
+# -- closed classes ----------------------------------------------------------------------------------
+def _closed_classes_brute_force(pi):
+    """Closed communicating classes from the boolean transitive closure (Warshall)."""
+    d = pi.shape[0]
+    reach = (pi > 0) | np.eye(d, dtype=bool)
+    for k in range(d):
+        reach |= reach[:, [k]] & reach[[k], :]
+    classes = {tuple(np.flatnonzero(reach[i] & reach[:, i]).tolist()) for i in range(d)}
+    closed = [list(c) for c in classes if set(np.flatnonzero(reach[c[0]]).tolist()) <= set(c)]
+    return sorted(closed)
+
+
+def test_closed_classes_known():
+    assert closed_classes(np.eye(3)) == [[0], [1], [2]]
+    assert closed_classes([[0.5, 0.5, 0], [0.5, 0.5, 0], [0.2, 0.3, 0.5]]) == [[0, 1]]
+    tiny = np.array([[1.0, 0.0], [1e-300, 1 - 1e-300]])  # 1e-300 still connects 1 -> 0
+    assert closed_classes(tiny) == [[0]]
+
+
+@given(stochastic_matrices(st.integers(1, 6)))
+def test_closed_classes_match_brute_force(pi):
+    assert sorted(closed_classes(pi)) == _closed_classes_brute_force(pi)
+
+
+# -- stationary --------------------------------------------------------------------------------------
+@given(stochastic_matrices(st.integers(1, 6)))
+def test_stationary_is_invariant_or_refused(pi):
+    classes = closed_classes(pi)
+    if len(classes) != 1:
+        with pytest.raises(TheoryError, match=rf"{len(classes)} closed classes"):
+            stationary(pi)
+        return
+    mu = stationary(pi)
+    validate_prob_vector(mu, d=pi.shape[0])
+    assert mu.min() >= 0
+    np.testing.assert_allclose(mu @ pi, mu, rtol=0, atol=1e-14)
+    transient = np.setdiff1d(np.arange(pi.shape[0]), classes[0])
+    assert np.all(mu[transient] == 0.0)
+
+
+def test_stationary_reducible_lists_classes():
+    pi = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.5, 0.25, 0.25]]
+    with pytest.raises(TheoryError, match=r"2 closed classes \[\[0\], \[1\]\].*explicit root law"):
+        stationary(pi)
+    pi = [[0.5, 0.5, 0, 0], [0.5, 0.5, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]
+    with pytest.raises(TheoryError, match=r"2 closed classes \[\[0, 1\], \[2, 3\]\]"):
+        stationary(pi)
+
+
+def test_stationary_periodic_chains():
+    np.testing.assert_allclose(stationary([[0, 1], [1, 0]]), [0.5, 0.5], rtol=0, atol=1e-16)
+    cycle = np.roll(np.eye(3), 1, axis=1)
+    np.testing.assert_allclose(stationary(cycle), np.full(3, 1 / 3), rtol=0, atol=1e-16)
+    # a bipartite chain with period 2: 0 <-> {1, 2}
+    pi = [[0, 0.25, 0.75], [1, 0, 0], [1, 0, 0]]
+    np.testing.assert_allclose(stationary(pi), [0.5, 0.125, 0.375], rtol=0, atol=1e-16)
+
+
+def test_stationary_transient_states_get_exact_zero():
+    pi = [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]]
+    mu = stationary(pi)
+    assert mu[2] == 0.0
+    np.testing.assert_allclose(mu, [0.5, 0.5, 0.0], rtol=0, atol=1e-16)
+
+
+def test_stationary_one_state():
+    np.testing.assert_array_equal(stationary([[1.0]]), [1.0])
+
+
+def test_stationary_two_state_tiny_entry_relative_accuracy():
+    eps = 1e-12
+    mu = stationary([[1 - eps, eps], [0.5, 0.5]])  # mu1 / mu0 = eps / 0.5
+    expected_1 = 2 * eps / (1 + 2 * eps)
+    assert abs(mu[1] / expected_1 - 1) < 1e-14
+
+
+def _exact_stationary(off_diagonal: dict, d: int):
+    """Rational stationary law of the chain with these off-diagonal entries (diagonal = 1 - rest).
+
+    The float entries are converted to rationals exactly; the diagonal is what the rows
+    imply, which is also all the GTH algorithm reads.
+    """
+    P = np.zeros((d, d))
+    R = sp.zeros(d, d)
+    for (i, j), v in off_diagonal.items():
+        P[i, j], R[i, j] = v, sp.Rational(v)
+    for i in range(d):
+        P[i, i] = 1 - P[i].sum()
+        R[i, i] = 1 - sum(R[i, j] for j in range(d) if j != i)
+    # mu (R - I) = 0 with sum(mu) = 1: replace the last balance equation by the normalisation.
+    A = (R.T - sp.eye(d))[: d - 1, :].col_join(sp.ones(1, d))
+    b = sp.zeros(d - 1, 1).col_join(sp.Matrix([1]))
+    mu = A.LUsolve(b)
+    assert sp.simplify(mu.T * R - mu.T) == sp.zeros(1, d)
+    return P, np.array([float(x) for x in mu])
+
+
+# Two strongly connected blocks {0, 1} and {2, 3} coupled by entries of order 1e-12: the
+# second eigenvalue is 1 - 4e-12, so an eigenvector solver loses ~1e-5 relative accuracy.
+NEARLY_DECOMPOSABLE = {(0, 1): 0.3, (1, 0): 0.6, (2, 3): 0.25, (3, 2): 0.5,
+                       (0, 2): 1e-12, (2, 0): 3e-12, (1, 3): 2e-12}
+
+
+def test_stationary_tiny_couplings_against_rational_reference():
+    P, mu_exact = _exact_stationary(NEARLY_DECOMPOSABLE, 4)
+    mu = stationary(P)
+    np.testing.assert_allclose(mu, mu_exact, rtol=1e-13, atol=0)
+
+
+def test_stationary_tiny_entries_against_rational_reference():
+    off = {(0, 1): 1e-12, (1, 0): 0.3, (1, 2): 0.7, (2, 0): 1e-12, (2, 1): 0.5}
+    P, mu_exact = _exact_stationary(off, 3)
+    assert mu_exact[1] < 1e-11  # the tiny entry makes a tiny stationary mass
+    np.testing.assert_allclose(stationary(P), mu_exact, rtol=1e-13, atol=0)
+
+
+def test_eigenvector_variant_fails_the_tiny_coupling_check():
+    # The check above can fail: the textbook eigenvector of pi^T misses it by ~5e-5.
+    P, mu_exact = _exact_stationary(NEARLY_DECOMPOSABLE, 4)
+    w, v = np.linalg.eig(P.T)
+    naive = np.real(v[:, np.argmin(np.abs(w - 1))])
+    naive /= naive.sum()
+    assert np.abs(naive / mu_exact - 1).max() > 1e-8
+
+
+@given(stochastic_matrices(st.integers(2, 7), min_entry=0.01))
+def test_stationary_against_scipy_eigenvector(pi):
+    w, vl = scipy.linalg.eig(pi, left=True, right=False)
+    v = np.real(vl[:, np.argmin(np.abs(w - 1))])
+    v /= v.sum()
+    np.testing.assert_allclose(stationary(pi), v, rtol=0, atol=1e-10)
+
+
+def test_stationary_bad_input_is_validated():
+    with pytest.raises(TheoryError, match=r"pi row 0 sums to"):
+        stationary([[0.5, 0.4], [0.5, 0.5]])
+
+
+# -- matrix powers --------------------------------------------------------------------------------
+@given(stochastic_matrices(st.integers(1, 5)), st.integers(0, 6))
+def test_matrix_powers(pi, k_max):
+    out = matrix_powers(pi, k_max)
+    assert out.shape == (k_max + 1,) + pi.shape
+    for k in range(k_max + 1):
+        np.testing.assert_allclose(out[k], np.linalg.matrix_power(pi, k), rtol=0, atol=1e-14)
