@@ -18,7 +18,7 @@ import numpy as np
 
 from theory import TheoryError, validate_stochastic
 
-__all__ = ["Prior", "PriorError", "Dirichlet", "Floor", "Point", "Mixture", "Symmetrize"]
+__all__ = ["Prior", "PriorError", "Dirichlet", "Floor", "Point", "Mixture", "Symmetrize", "Sparse"]
 
 
 class PriorError(ValueError):
@@ -242,3 +242,33 @@ class Symmetrize(Prior):
         if self.d > 7:
             raise PriorError(f"orbit of a {self.d}-state matrix has {self.d}! members; too many")
         return np.stack([pi[np.ix_(p, p)] for p in itertools.permutations(range(self.d))])
+
+
+@dataclass(frozen=True, repr=False)
+class Sparse(Prior):
+    """Entries of a base draw below ``threshold`` set to 0, rows renormalised: exact zeros
+    (reducible or periodic chains are possible). ``threshold < 1/d`` keeps every row non-empty."""
+
+    base: Prior
+    threshold: float
+
+    def __post_init__(self):
+        if not (isinstance(self.threshold, (int, float)) and 0 <= self.threshold < 1):
+            raise PriorError(f"sparse: threshold must be in [0, 1), got {self.threshold!r}")
+
+    @property
+    def d(self):
+        return self.base.d
+
+    def _sample(self, rng, n):
+        if self.threshold >= 1.0 / self.d:
+            raise PriorError(f"sparse: threshold {self.threshold} >= 1/d = {1 / self.d:.4g} could empty a row")
+        pis = self.base.sample(rng, n)
+        pis[pis < self.threshold] = 0.0
+        return pis / pis.sum(axis=-1, keepdims=True)
+
+    def spec(self):
+        return f"sparse({self.base.spec()}, threshold={self.threshold:g})"
+
+    def bind(self, d):
+        return Sparse(self.base.bind(d), self.threshold)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
+from scipy.special import logsumexp
 
 from .errors import TheoryError
 from .markov import validate_prob_vector, validate_stochastic
@@ -132,32 +133,36 @@ class EtaKL:
     method: str
 
 
-def _phi(u: np.ndarray) -> np.ndarray:
-    """``phi(u) = (1 + u) log(1 + u) - u >= 0`` for ``u >= -1``, accurate near ``u = 0``.
+def _kl_terms(base: np.ndarray, log_ratio: np.ndarray) -> np.ndarray:
+    """Per-coordinate ``base * phi(e^{log_ratio} - 1)``, ``phi(u) = (1 + u) log(1 + u) - u >= 0``.
 
     ``KL(q || p) = sum_x p_x phi(q_x / p_x - 1)``: each term is non-negative and of order
-    ``u^2``, so no cancellation between terms (the plain ``sum q log(q/p)`` loses all
-    digits as ``q -> p``). A Taylor series is used for ``|u| < 1e-2``.
+    ``u^2`` near ``q = p``, so there is no cancellation between terms (the plain
+    ``sum q log(q/p)`` loses all digits as ``q -> p``). For ``|log_ratio| < 0.05`` a Taylor
+    series ``sum_{k=2..16} (-1)^k u^k / (k (k-1))`` (truncation < 1e-19 relative) is used; beyond,
+    ``q log(q/p) - q + p`` with ``q = base * e^{log_ratio}`` (never overflows: ``q <= 1``;
+    ``q = 0`` gives ``base``, i.e. ``0 log 0 = 0``).
     """
-    u = np.asarray(u, dtype=np.float64)
-    # Series sum_{k>=2} (-1)^k u^k / (k (k-1)) up to k = 9 for |u| < 1e-2 (truncation < 1e-17
-    # relative); log1p beyond, where the cancellation costs at most a factor ~200 in round-off.
-    poly = np.full_like(u, -1.0 / 72.0)
-    for k in range(8, 1, -1):
+    small = np.abs(log_ratio) < 0.05
+    u = np.expm1(np.where(small, log_ratio, 0.0))
+    poly = np.full_like(u, 1.0 / (16 * 15))
+    for k in range(15, 1, -1):
         poly = poly * u + (-1) ** k / (k * (k - 1))
-    series = u * u * poly
-    inside = u > -1.0
-    safe_u = np.where(inside, u, 0.0)
-    direct = np.where(inside, (1.0 + safe_u) * np.log1p(safe_u) - safe_u, 1.0)  # phi(-1) = 1 (0 log 0 = 0)
-    return np.maximum(np.where(np.abs(u) < 1e-2, series, direct), 0.0)
+    series = base * u * u * poly
+    with np.errstate(over="ignore", invalid="ignore"):
+        q = np.exp(np.log(base) + log_ratio)  # -inf log_ratio -> q = 0
+        direct = np.where(q > 0, q * np.where(q > 0, log_ratio, 0.0), 0.0) - q + base
+    return np.maximum(np.where(small, series, direct), 0.0)
 
 
 class _KLRatio:
-    """``KL(qK || pK) / KL(q || p)`` on the support of ``p``, as a function of logits ``z``.
+    """``KL(qK || pK) / KL(q || p)`` on the support of ``p``, from logits ``z`` or from ``q``.
 
-    ``q = softmax(log p + z)``; written with ``u = q/p - 1 = expm1(z - c)``,
-    ``c = log sum_x p_x e^{z_x}``, and ``v = (p u) K / pK = qK / pK - 1`` so both
-    divergences are sums of non-negative ``phi`` terms (accurate down to ``q -> p``).
+    ``q = softmax(log p + z)``. Both divergences are sums of non-negative terms
+    (:func:`_kl_terms`) built from ``log(q/p)`` and ``log(qK/pK)``, each computed without
+    cancellation: centring ``z`` by its ``p``-mean makes ``c = log sum p e^z = log1p(s)`` with
+    ``s >= 0`` (Jensen), and ``qK - pK`` is formed as ``(p expm1(log q/p)) K`` near ``p``.
+    Accurate down to ``q -> p`` and free of overflow for entries of ``p`` down to subnormals.
     """
 
     def __init__(self, K_S: np.ndarray, p_S: np.ndarray):
@@ -165,31 +170,54 @@ class _KLRatio:
         keep = r > 0
         self.K = K_S[:, keep]
         self.p = p_S
+        self.logp = np.log(p_S)
         self.r = r[keep]
+        self.logr = np.log(self.r)
 
-    def from_u(self, u: np.ndarray) -> tuple[float, float]:
-        v = ((self.p * u) @ self.K) / self.r
-        v = np.maximum(v, -1.0)
-        num = float(np.sum(self.r * _phi(v)))
-        den = float(np.sum(self.p * _phi(u)))
-        return num, den
+    def _output_log_ratio(self, q: np.ndarray, delta: np.ndarray):
+        """``(qK, log(qK / r))``; ``delta = q - p`` (accurate near ``p``)."""
+        qK = q @ self.K
+        dK = delta @ self.K
+        with np.errstate(divide="ignore", invalid="ignore"):
+            near = np.abs(dK) < 0.5 * self.r
+            lout = np.where(near, np.log1p(np.where(near, dK / self.r, 0.0)), np.log(qK) - self.logr)
+        return qK, lout
+
+    def evaluate_z(self, z: np.ndarray):
+        """``(num, den, q, log(q/p), log(qK/r))`` at logits ``z``."""
+        zc = z - self.p @ z
+        if zc.max() < 700:
+            c = np.log1p(self.p @ np.expm1(zc))  # argument >= 0 by Jensen
+        else:
+            c = logsumexp(self.logp + zc)
+        lqp = zc - c
+        with np.errstate(over="ignore"):
+            q = np.exp(self.logp + lqp)
+            delta = np.where(np.abs(lqp) < 0.5, self.p * np.expm1(np.minimum(lqp, 0.5)), q - self.p)
+        qK, lout = self._output_log_ratio(q, delta)
+        num = float(np.sum(_kl_terms(self.r, lout)))
+        den = float(np.sum(_kl_terms(self.p, lqp)))
+        return num, den, q, lqp, lout
+
+    def ratio_q(self, q: np.ndarray) -> float | None:
+        """The ratio at an explicit ``q`` on the support (``None`` if ``q = p``)."""
+        with np.errstate(divide="ignore"):
+            lqp = np.log(q) - self.logp
+        _, lout = self._output_log_ratio(q, q - self.p)
+        num = float(np.sum(_kl_terms(self.r, lout)))
+        den = float(np.sum(_kl_terms(self.p, lqp)))
+        return num / den if den > 1e-300 else None
 
     def ratio_and_grad(self, z: np.ndarray) -> tuple[float, np.ndarray]:
         """``(-ratio, -d ratio / dz)`` for the minimiser; ``(0, 0)`` where ``KL(q||p)`` vanishes."""
-        z = z - z.max()  # the ratio is invariant to a constant shift; keeps log1p's argument > -1
-        c = np.log1p(np.sum(self.p * np.expm1(z)))
-        log_q_over_p = z - c
-        u = np.expm1(log_q_over_p)
-        num, den = self.from_u(u)
+        num, den, q, lqp, lout = self.evaluate_z(z)
         if not den > 1e-300:
             return 0.0, np.zeros_like(z)
-        q = self.p * np.exp(log_q_over_p)
-        qK = q @ self.K  # > 0 on the kept columns, since q > 0 wherever p > 0
         # d/dq of each divergence up to constants (killed by the softmax Jacobian diag(q) - q q^T).
-        # A column with qK = 0 has q = 0 on every row feeding it; those rows get weight q = 0 below,
-        # so any finite floor for log(qK) gives the right limit (q log q -> 0).
-        a = self.K @ (np.log(np.maximum(qK, 1e-300)) - np.log(self.r))
-        b = log_q_over_p
+        # A column with qK = 0 has q = 0 on every row feeding it, and those rows get weight q = 0
+        # below, so any finite floor for log(qK/r) gives the right limit (q log q -> 0).
+        a = self.K @ np.where(np.isfinite(lout), lout, -1e3)
+        b = lqp
         g_num = q * (a - q @ a)
         g_den = q * (b - q @ b)
         ratio = num / den
@@ -272,21 +300,21 @@ def eta_kl(K, p, *, restarts: int = 16, seed: int = 0) -> EtaKL:
             run_from(sign * 1e-3 * direction, f"singular direction ({'+' if sign > 0 else '-'})")
     # 2. Vertices (exact) and mixtures with p.
     for i in range(m):
-        u = -np.ones(m)
-        u[i] = 1.0 / p_S[i] - 1.0
-        num, den = f.from_u(u)
-        if den > 0:
-            record(num / den, f"vertex delta_{int(S[i])}")
+        vertex = np.zeros(m)
+        vertex[i] = 1.0
+        ratio = f.ratio_q(vertex)
+        if ratio is not None:
+            record(ratio, f"vertex delta_{int(S[i])}")
         for t in (1e-6, 0.1, 0.5, 0.9):
             q = t * p_S
             q[i] += 1.0 - t
-            run_from(np.log(q / p_S), f"mixture (1-t) delta_{int(S[i])} + t p, t={t:g}")
+            with np.errstate(divide="ignore"):  # t p may underflow to 0; the start is clipped
+                run_from(np.log(q) - np.log(p_S), f"mixture (1-t) delta_{int(S[i])} + t p, t={t:g}")
     # 3. Random Dirichlet(1) points.
     rng = np.random.default_rng(seed)
     for k in range(restarts):
-        q = rng.dirichlet(np.ones(m))
-        q = np.maximum(q, 1e-300)
-        run_from(np.log(q / p_S), f"Dirichlet start {k}")
+        q = np.maximum(rng.dirichlet(np.ones(m)), 1e-300)
+        run_from(np.log(q) - np.log(p_S), f"Dirichlet start {k}")
 
     lower = max(chi2, best["ratio"])
     # A ratio can exceed the Dobrushin bound only by round-off (each term is accurate to ~1e-15).

@@ -317,8 +317,10 @@ def _log_error_convolution(vf: np.ndarray, lpf: np.ndarray, L: int, threshold: f
     merge_tol = 1e-11 * scale
     vals, logp = np.zeros(1), np.zeros(1)
     for _ in range(L):
-        new_v = (vals[:, None] + vf[None, :]).ravel()
-        new_lp = (logp[:, None] + lpf[None, :]).ravel()
+        # k sorted runs (one shifted copy of the sorted support per atom): the stable sort
+        # (timsort) merges runs in O(N k log k).
+        new_v = (vf[:, None] + vals[None, :]).ravel()
+        new_lp = (lpf[:, None] + logp[None, :]).ravel()
         order = np.argsort(new_v, kind="stable")
         vals, logp = _merge_sorted(new_v[order], new_lp[order], merge_tol)
         if vals.size > MAX_ATOMS:

@@ -116,19 +116,32 @@ def _gth(P: np.ndarray) -> np.ndarray:
     """Stationary law of an irreducible stochastic matrix by Grassmann-Taksar-Heyman.
 
     GTH state reduction uses no subtractions, so it stays accurate for entries far
-    below machine epsilon (Grassmann, Taksar & Heyman, Oper. Res. 33, 1985).
+    below machine epsilon (Grassmann, Taksar & Heyman, Oper. Res. 33, 1985). States are
+    eliminated from the one most likely to be left (largest exit probability) to the
+    one least likely to be left, which becomes the reference with weight 1: the ratios
+    the reduction forms then stay below 1/(smallest exit probability of the others),
+    so entries down to the subnormal range do not overflow.
     """
-    A = P.copy()
-    n = A.shape[0]
-    for k in range(n - 1, 0, -1):
-        s = A[k, :k].sum()  # = 1 - A[k, k] on the reduced chain, without cancellation
-        A[:k, k] /= s
-        A[:k, :k] += np.outer(A[:k, k], A[k, :k])
-    x = np.zeros(n)
-    x[0] = 1.0
-    for j in range(1, n):
-        x[j] = x[:j] @ A[:j, j]
-    return x / x.sum()
+    n = P.shape[0]
+    exit_prob = P.sum(axis=1) - np.diag(P)  # computed from off-diagonals: no cancellation
+    order = np.argsort(exit_prob, kind="stable")  # reference state first
+    A = P[np.ix_(order, order)].copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(n - 1, 0, -1):
+            s = A[k, :k].sum()  # = 1 - A[k, k] on the reduced chain, without cancellation
+            A[:k, k] /= s
+            A[:k, :k] += np.outer(A[:k, k], A[k, :k])
+        x = np.zeros(n)
+        x[0] = 1.0
+        for j in range(1, n):
+            x[j] = x[:j] @ A[:j, j]
+        x = x / x.sum()
+    if not np.all(np.isfinite(x)):
+        raise TheoryError("the stationary law of pi over/underflows double precision (transition "
+                          "probabilities span more than ~1e300); rescale or pass an explicit root law")
+    out = np.empty(n)
+    out[order] = x
+    return out
 
 
 def stationary(pi) -> np.ndarray:

@@ -262,3 +262,40 @@ def crash_result(tier: str, exc: BaseException) -> TierResult:
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return TierResult(tier=tier, verdict=Verdict.ERROR, conclusion=Outcome.UNDECIDED,
                       summary=f"the check crashed: {type(exc).__name__}: {exc}", error=tb)
+
+
+def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], record: Callable[[Any], dict], *,
+                  what: str, assumptions: Sequence[Assumption] = ()) -> TierResult:
+    """Run the property tier: search ``strategy`` (inputs that meet the assumptions, by
+    construction) for a violation of the conclusion, and report the shrunk counterexample."""
+    seed = ctx.seed_for("property")
+    n_max = int(ctx.settings.get("max_examples", 100))
+    example, tried = search_counterexample(strategy, violates, max_examples=n_max, seed=seed)
+    searched = Number("examples searched", tried, kind="property", seed=seed, note=f"budget {n_max}")
+    if example is None:
+        outcome = Outcome.HELD
+        return TierResult("property", tier_verdict(assumptions, outcome), outcome,
+                          f"{what}: no counterexample in {tried} hypothesis examples", numbers=[searched],
+                          assumptions=list(assumptions))
+    outcome = Outcome.VIOLATED
+    return TierResult("property", tier_verdict(assumptions, outcome), outcome,
+                      f"{what}: hypothesis found a counterexample after {tried} examples (shrunk)",
+                      numbers=[searched], counterexample=record(example), assumptions=list(assumptions))
+
+
+def matrices_strategy(ctx: "Context", d_strategy, *, min_entry_fraction=None):
+    """Transition matrices for the property tier: the user's prior when one is given,
+    otherwise ``theory.strategies.stochastic_matrices`` (optionally with entries at least
+    ``gamma / d`` for ``gamma`` drawn from ``min_entry_fraction``, a strategy over (0, 1])."""
+    from hypothesis import strategies as st
+
+    from theory.strategies import stochastic_matrices
+
+    if ctx.prior is not None:
+        if ctx.prior.d is not None:
+            return ctx.prior.strategy()
+        return d_strategy.flatmap(lambda d: ctx.prior.bind(d).strategy())
+    if min_entry_fraction is None:
+        return d_strategy.flatmap(stochastic_matrices)
+    return st.tuples(d_strategy, min_entry_fraction).flatmap(
+        lambda dg: stochastic_matrices(dg[0], min_entry=dg[1] / dg[0]))

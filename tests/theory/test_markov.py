@@ -206,6 +206,14 @@ def test_eigenvector_variant_fails_the_tiny_coupling_check():
     assert np.abs(naive / mu_exact - 1).max() > 1e-8
 
 
+def test_stationary_subnormal_coupling():
+    # GTH used to divide by the subnormal row mass and return [0, nan, nan] here
+    eps = 5e-309  # below the smallest normal float64 (2.2e-308)
+    pi = np.array([[1 / 3, 1 / 3, 1 / 3], [0.0, 1.0 - eps, eps], [1 / 3, 1 / 3, 1 / 3]])
+    # balance: mu0 = (mu0 + mu2)/3 and mu2 - mu0 = eps mu1, so mu = (eps, 1, 2 eps) / (1 + 3 eps)
+    np.testing.assert_allclose(stationary(pi), [eps, 1.0, 2 * eps], rtol=1e-9, atol=0)
+
+
 @given(stochastic_matrices(st.integers(2, 7), min_entry=0.01))
 def test_stationary_against_scipy_eigenvector(pi):
     w, vl = scipy.linalg.eig(pi, left=True, right=False)

@@ -213,13 +213,16 @@ def test_permutation_symmetrized_mean_is_a_identity_plus_b_ones(prior):
     np.testing.assert_allclose(np.einsum("k,kij->ij", w, sym), expected, rtol=0, atol=1e-14)
 
 
+def _orbit_mean(prior):
+    sym, w = permutation_symmetrized(*prior)
+    return np.einsum("k,kij->ij", w, sym)
+
+
 def test_plain_orbit_need_not_have_uniform_mean():
     # Permutation symmetry alone does not give N's uniform mean: the orbit of the identity is itself.
-    prior = find(finite_priors(3, 1),
-                 lambda pr: np.abs(np.einsum("k,kij->ij", *permutation_symmetrized(*pr)[::-1]) - 1 / 3).max() > 0.3,
-                 settings=REACH)
-    sym, w = permutation_symmetrized(*prior)
-    assert np.abs(np.einsum("k,kij->ij", w, sym) - 1 / 3).max() > 0.3
+    prior = find(finite_priors(3, 1), lambda pr: np.abs(_orbit_mean(pr) - 1 / 3).max() > 0.3, settings=REACH)
+    assert np.abs(_orbit_mean(prior) - 1 / 3).max() > 0.3
+    np.testing.assert_allclose(_orbit_mean((np.eye(3)[None], [1.0])), np.eye(3), rtol=0, atol=1e-15)
 
 
 @given(st.data())

@@ -1,0 +1,31 @@
+"""Claims of Wei, Chen, He & Yang, *How Transformers Learn Causal Structures In-Context*
+(ICLR 2026), seeds 000/001, in catalogue order. Positions are 0-based here (W writes
+h = 2..H and pa(h) in 1..h-1).
+
+Submodules group the claims by the machinery they use: ``information`` (W.L2-L4),
+``bma`` (W.L1, W.P1, W.T2), ``dynamics`` (W.T3), ``continuous`` (W.P2), ``trained``
+(W.T1 construction, W.E1, W.E2).
+"""
+from __future__ import annotations
+
+import importlib
+
+_ORDER = ("W.L1", "W.T1", "W.P1", "W.L2", "W.L3", "W.L4", "W.T2", "W.T3", "W.P2", "W.E1", "W.E2")
+_SUBMODULES = ("bma", "information", "dynamics", "continuous", "trained")
+
+
+def _collect():
+    found = {}
+    for name in _SUBMODULES:
+        try:
+            mod = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__name__}.{name}":
+                continue
+            raise
+        for c in mod.CLAIMS:
+            found[c.id] = c
+    return [found[i] for i in _ORDER if i in found] + [c for i, c in found.items() if i not in _ORDER]
+
+
+CLAIMS = _collect()

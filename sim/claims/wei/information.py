@@ -1,0 +1,475 @@
+"""W's information-theoretic lemmas: DPI (W.L2), strong DPI (W.L3), expected
+log-likelihood ordering (W.L4). Positions are 0-based (W writes h = 2..H)."""
+from __future__ import annotations
+
+import numpy as np
+
+from theory import channel, dobrushin, eta_chi2, eta_kl, expected_loglik, marginals, mutual_information, pairwise_joint
+from theory.information import KINDS
+
+from ...verdict import Number, Outcome, TierResult, compare, tier_verdict
+from ..base import (Claim, Context, InstanceCheck, Source, matrices_strategy, property_tier, search_counterexample,
+                   summarize_instances)
+from ...priors import Dirichlet, Sparse
+from ..inputs import record_matrix, w_instances
+
+ROUNDOFF = 1e-12
+
+
+# ------------------------------------------------------------------------------ W.L2 (DPI) --
+def _triple_joint(pi, tree, h, hp, root, mechanism="tree", copy_weight=0.9):
+    """``P[a, b, c] = P(x_h' = a, x_pa = b, x_h = c)``.
+
+    ``mechanism="tree"`` is W's model (``x_h ~ pi(x_pa, .)``, a Markov chain
+    ``x_h' -> x_pa -> x_h``). ``"two-parent"`` breaks it on purpose: ``x_h`` copies ``x_h'``
+    with probability ``copy_weight`` and otherwise follows ``pi(x_pa, .)``.
+    """
+    pa = tree.parent(h)
+    P_ab = pairwise_joint(pi, tree, hp, pa, root=root)  # (d, d)
+    d = pi.shape[0]
+    if mechanism == "tree":
+        return P_ab[:, :, None] * pi[None, :, :]
+    if mechanism == "two-parent":
+        cond = copy_weight * np.eye(d)[:, None, :] + (1 - copy_weight) * pi[None, :, :]  # (a, b, c)
+        return P_ab[:, :, None] * cond
+    raise ValueError(f"unknown mechanism {mechanism!r}")
+
+
+def _markov_defect(P):
+    """``max |P(a,b,c) P(b) - P(a,b) P(b,c)|``: zero iff ``x_h' -> x_pa -> x_h`` is Markov."""
+    Pb = P.sum(axis=(0, 2))
+    Pab, Pbc = P.sum(axis=2), P.sum(axis=0)
+    return float(np.abs(P * Pb[None, :, None] - Pab[:, :, None] * Pbc[None, :, :]).max())
+
+
+def _dpi_values(P):
+    """``{kind: (I_f(x_h; x_h'), I_f(x_h; x_pa))}`` from a triple joint."""
+    return {k: (mutual_information(P.sum(axis=1), k), mutual_information(P.sum(axis=0), k)) for k in KINDS}
+
+
+def _w_l2_exact(ctx: Context) -> TierResult:
+    s = ctx.settings
+    factor = ctx.params["factor"]
+    mechanism = s.get("mechanism", "tree")
+    checks, worst_ratio = [], {k: 0.0 for k in KINDS}
+    n_pairs = 0
+    for inst in w_instances(ctx, n_matrices=s["n_matrices"], dims=s["dims"], H=s["H"]):
+        for h in range(1, inst.tree.n):
+            pa = inst.tree.parent(h)
+            for hp in range(h):
+                if hp == pa:
+                    continue
+                P = _triple_joint(inst.pi, inst.tree, h, hp, inst.root, mechanism)
+                markov = _markov_defect(P) <= ROUNDOFF
+                vals = _dpi_values(P)
+                n_pairs += 1
+                for kind, (i_hp, i_pa) in vals.items():
+                    tol = ROUNDOFF * max(1.0, i_pa)
+                    out = compare(factor * i_pa, i_hp, tol=tol)
+                    if out is Outcome.UNDECIDED:
+                        out = Outcome.HELD  # equal within round-off: the non-strict DPI holds
+                    if i_pa > 0:
+                        worst_ratio[kind] = max(worst_ratio[kind], i_hp / i_pa)
+                    checks.append(InstanceCheck(
+                        assumptions={"Markov chain x_h' -> x_pa(h) -> x_h": markov}, outcome=out,
+                        margin=factor * i_pa - i_hp,
+                        record={**inst.record(), "h": h, "parent": pa, "h_prime": hp, "kind": kind,
+                                f"I_{kind}(x_h; x_h')": i_hp, f"I_{kind}(x_h; x_pa)": i_pa,
+                                "claimed": f"I(x_h; x_h') <= {factor} * I(x_h; x_pa)"}))
+    numbers = [Number(f"max I_{k}(x_h;x_h') / I_{k}(x_h;x_pa)", worst_ratio[k], tolerance=ROUNDOFF,
+                      note=f"over {n_pairs} (tree, h, h') triples") for k in KINDS]
+    return summarize_instances("exact", checks, ["Markov chain x_h' -> x_pa(h) -> x_h"],
+                               what=f"DPI for {', '.join(KINDS)} on every h' < h, h' != pa(h)", numbers=numbers)
+
+
+def _w_l2_property(ctx: Context) -> TierResult:
+    from hypothesis import strategies as st
+
+    from theory.strategies import causal_trees, stochastic_matrices
+
+    s = ctx.settings
+    factor = ctx.params["factor"]
+
+    @st.composite
+    def cases(draw):
+        d = draw(st.integers(2, s["max_d"]))
+        pi = draw(ctx.prior.bind(d).strategy() if ctx.prior is not None and ctx.prior.d is None
+                  else ctx.prior.strategy() if ctx.prior is not None else stochastic_matrices(d))
+        tree = draw(causal_trees(draw(st.integers(3, s["max_H"]))))
+        h = draw(st.integers(2, tree.n - 1))
+        hp = draw(st.integers(0, h - 1).filter(lambda j: j != tree.parent(h)))
+        kind = draw(st.sampled_from(KINDS))
+        return pi, tree, h, hp, kind
+
+    def violates(case):
+        pi, tree, h, hp, kind = case
+        i_hp, i_pa = _dpi_values(_triple_joint(pi, tree, h, hp, None if _has_stationary(pi) else _uniform(pi)))[kind]
+        return i_hp > factor * i_pa + ROUNDOFF * max(1.0, i_pa)
+
+    seed = ctx.seed_for("property")
+    example, tried = search_counterexample(cases(), violates, max_examples=s["max_examples"], seed=seed)
+    n = Number("examples searched", tried, kind="property", seed=seed)
+    if example is None:
+        return TierResult("property", tier_verdict([], Outcome.HELD), Outcome.HELD,
+                          f"no counterexample to the DPI in {tried} hypothesis examples", numbers=[n])
+    pi, tree, h, hp, kind = example
+    root = None if _has_stationary(pi) else _uniform(pi)
+    i_hp, i_pa = _dpi_values(_triple_joint(pi, tree, h, hp, root))[kind]
+    cex = {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "h": h, "h_prime": hp, "kind": kind,
+           "root_law": "stationary" if root is None else "uniform",
+           f"I_{kind}(x_h; x_h')": i_hp, f"I_{kind}(x_h; x_pa)": i_pa,
+           "claimed": f"I(x_h; x_h') <= {factor} * I(x_h; x_pa)"}
+    return TierResult("property", tier_verdict([], Outcome.VIOLATED), Outcome.VIOLATED,
+                      f"hypothesis found a counterexample after {tried} examples (shrunk)", numbers=[n],
+                      counterexample=cex)
+
+
+def _has_stationary(pi) -> bool:
+    from theory import closed_classes
+
+    return len(closed_classes(pi)) == 1
+
+
+def _uniform(pi):
+    return np.full(pi.shape[0], 1.0 / pi.shape[0])
+
+
+def _w_l2_symbolic(ctx: Context) -> TierResult:
+    from theory.symbolic import derive_dpi_binary
+
+    res = derive_dpi_binary("chi2")
+    outcome = {True: Outcome.HELD, False: Outcome.VIOLATED}.get(res.holds, Outcome.UNDECIDED)
+    return TierResult("symbolic", tier_verdict([], outcome), outcome,
+                      f"binary x -> y -> z, chi-square: {res.detail}",
+                      numbers=[Number("residual", 0.0 if res.holds else float("nan") if False else 1.0,
+                                      kind="symbolic", note=res.residual[:200])] if res.holds is not None else [],
+                      budget="" if res.holds is not None else "a symbolic proof sympy could not finish")
+
+
+W_L2 = Claim(
+    id="W.L2",
+    title="Data processing inequality on the causal tree",
+    source=Source("W", "Lemma 2", "x -> y -> z Markov => I_f(y; z) >= I_f(x; z)"),
+    statement=("For x -> y -> z Markov, I_f(y;z) >= I_f(x;z) for f in {KL, chi2, TV, squared Hellinger}; on W's "
+               "tree (x_h' -> x_pa(h) -> x_h for h' < h, h' != pa(h)): I_f(x_h; x_h') <= I_f(x_h; x_pa(h)), "
+               "checked exactly for every position pair, stationary and uniform root laws."),
+    assumptions=("Markov chain x_h' -> x_pa(h) -> x_h",),
+    checks={"symbolic": _w_l2_symbolic, "exact": _w_l2_exact, "property": _w_l2_property},
+    settings={
+        "quick": {"tiers": ("symbolic", "exact", "property"), "n_matrices": 4, "dims": (2, 3, 5), "H": 7,
+                  "max_d": 4, "max_H": 7, "max_examples": 150},
+        "standard": {"tiers": ("symbolic", "exact", "property"), "n_matrices": 10, "dims": (2, 3, 5, 8), "H": 9,
+                     "max_d": 5, "max_H": 8, "max_examples": 600},
+        "paper": {"tiers": ("symbolic", "exact", "property"), "n_matrices": 20, "dims": (2, 3, 5, 10), "H": 10,
+                  "max_d": 6, "max_H": 10, "max_examples": 2000},
+    },
+    params={"factor": 1.0},
+    prior_dependent=True,
+)
+
+
+# ------------------------------------------------------------------------- W.L3 (strong DPI) --
+def _sdpi_terms(pi, tree, h, hp, root):
+    """``(I(x_h; x_h'), I(x_h; x_pa), gamma, delta)`` for one pair, KL mutual information.
+
+    ``gamma = d * min pi`` (the largest gamma with ``min pi >= gamma / d``) and ``delta`` the
+    smallest marginal probability over all positions (W Lemma 3 asks ``P(x_h = s) > delta``).
+    """
+    pa = tree.parent(h)
+    i_hp = mutual_information(pairwise_joint(pi, tree, h, hp, root=root), "kl")
+    i_pa = mutual_information(pairwise_joint(pi, tree, h, pa, root=root), "kl")
+    gamma = pi.shape[0] * float(pi.min())
+    delta = float(marginals(pi, tree, root=root).min())
+    return i_hp, i_pa, gamma, delta
+
+
+def _sdpi_check(params, i_hp, i_pa, gamma, delta):
+    """Outcome and margin of W Lemma 3 on one pair.
+
+    With ``gamma, delta > 0``: ``I(x_h; x_h') <= bound(delta, gamma) * I(x_h; x_pa)``. When an
+    assumption fails the bound degenerates to 1 (plain DPI); what is then worth knowing is
+    whether *some* contraction still holds, so the check becomes ``ratio < 1`` strictly.
+    """
+    tol = ROUNDOFF * max(1.0, i_pa)
+    if gamma > 0 and delta > 0:
+        alpha = params["bound"](delta, gamma)
+        out = compare(alpha * i_pa, i_hp, tol=tol)
+        return (Outcome.HELD if out is Outcome.UNDECIDED else out), alpha * i_pa - i_hp, alpha
+    if i_pa <= tol:
+        return Outcome.HELD, 0.0, 1.0
+    gap = i_pa - i_hp  # strict contraction means a gap well above round-off
+    return (Outcome.HELD if gap > 1e-9 * i_pa else Outcome.VIOLATED), gap, 1.0
+
+
+_L3_ASSUMPTIONS = ("min pi >= gamma/d with gamma > 0", "every marginal >= delta > 0")
+
+
+def _w_l3_exact(ctx: Context) -> TierResult:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = ctx.settings
+    checks, pts = [], []
+    for inst in w_instances(ctx, n_matrices=s["n_matrices"], dims=s["dims"], H=s["H"]):
+        for h in range(1, inst.tree.n):
+            pa = inst.tree.parent(h)
+            for hp in range(h):
+                if hp == pa:
+                    continue
+                i_hp, i_pa, gamma, delta = _sdpi_terms(inst.pi, inst.tree, h, hp, inst.root)
+                out, margin, alpha = _sdpi_check(ctx.params, i_hp, i_pa, gamma, delta)
+                ratio = i_hp / i_pa if i_pa > 0 else 0.0
+                pts.append((alpha, ratio, gamma > 0 and delta > 0))
+                checks.append(InstanceCheck(
+                    assumptions={_L3_ASSUMPTIONS[0]: gamma > 0, _L3_ASSUMPTIONS[1]: delta > 0},
+                    outcome=out, margin=margin,
+                    record={**inst.record(), "h": h, "parent": pa, "h_prime": hp, "gamma": gamma, "delta": delta,
+                            "I(x_h; x_h')": i_hp, "I(x_h; x_pa)": i_pa, "ratio": ratio, "claimed bound": alpha,
+                            "_inst": inst}))
+    # Sharp SDPI reading: the ratio never exceeds Dobrushin's coefficient of the channel pa(h) -> h'
+    # (eta_KL <= eta_TV), for every pair; and the contraction coefficients of the tightest pairs.
+    dob_viol = 0
+    for c in checks:
+        r = c.record
+        K, p = channel(r["_inst"].pi, r["_inst"].tree, r["parent"], r["h_prime"], root=r["_inst"].root)
+        r["Dobrushin(pa->h')"] = dobrushin(K[p > 0])
+        dob_viol += r["ratio"] > r["Dobrushin(pa->h')"] + 1e-9
+    valid = [c for c in checks if c.record["gamma"] > 0 and c.record["delta"] > 0]
+    numbers = [Number("max ratio I(x_h;x_h')/I(x_h;x_pa)", max(c.record["ratio"] for c in checks),
+                      tolerance=ROUNDOFF, note=f"over {len(checks)} pairs"),
+               Number("max ratio / bound (1 = the bound is tight)",
+                      max((c.record["ratio"] / c.record["claimed bound"] for c in valid), default=0.0)),
+               Number("pairs with ratio > Dobrushin(pa->h')", dob_viol, note="sharp SDPI; must be 0")]
+    seen, tight = set(), []
+    for c in sorted(checks, key=lambda c: c.record["claimed bound"] - c.record["ratio"]):
+        key = (round(c.record["ratio"], 9), round(c.record["claimed bound"], 9))
+        if key not in seen:
+            seen.add(key)
+            tight.append(c)
+        if len(tight) == s.get("n_contraction", 3):
+            break
+    for k, c in enumerate(tight, 1):
+        r = c.record
+        K, p = channel(r["_inst"].pi, r["_inst"].tree, r["parent"], r["h_prime"], root=r["_inst"].root)
+        ekl = eta_kl(K, p, seed=ctx.seed_for(f"eta_kl/{k}"))
+        note = f"tight pair #{k}: d={len(r['pi'])}, h={r['h']}, pa={r['parent']}, h'={r['h_prime']}"
+        numbers += [Number(f"#{k} ratio", r["ratio"], tolerance=ROUNDOFF, note=note),
+                    Number(f"#{k} bound 1 - delta*gamma", r["claimed bound"]),
+                    Number(f"#{k} eta_chi2(pa->h')", eta_chi2(K, p)),
+                    Number(f"#{k} eta_KL(pa->h') in [lower, upper]: lower", ekl.lower,
+                           note="best KL ratio found (multistart BFGS); a guaranteed lower bound"),
+                    Number(f"#{k} eta_KL(pa->h') upper = Dobrushin on the support", ekl.upper)]
+    for c in checks:
+        c.record.pop("_inst")
+    res = summarize_instances("exact", checks, _L3_ASSUMPTIONS, what="I(x_h;x_h') <= (1 - delta*gamma) I(x_h;x_pa)",
+                              numbers=numbers)
+    res.readings.append({"name": "sharp SDPI: ratio <= Dobrushin(pa(h) -> h')",
+                         "verdict": "PASS" if dob_viol == 0 else "FAIL",
+                         "detail": f"{dob_viol} of {len(checks)} pairs exceed it"})
+    pts = np.array(pts, dtype=float)
+    fig, ax = plt.subplots(figsize=(4.8, 4.2))
+    ok = pts[:, 2] > 0
+    ax.scatter(pts[ok, 0], pts[ok, 1], s=8, alpha=0.5, label="pairs (h, h' != pa(h))")
+    if (~ok).any():
+        ax.scatter(pts[~ok, 0], pts[~ok, 1], s=10, marker="x", color="C3", label="assumption broken")
+    lo = min(pts[:, 0].min(), 0.8)
+    ax.plot([lo, 1], [lo, 1], "k--", lw=1, label="ratio = bound")
+    ax.set_xlabel("bound 1 - delta*gamma (W Lemma 3)")
+    ax.set_ylabel("I(x_h; x_h') / I(x_h; x_pa(h))")
+    ax.set_title("W.L3: actual ratio vs bound")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = ctx.figure_path("ratio-vs-bound")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    res.figures.append(str(path.relative_to(ctx.out_dir)))
+    return res
+
+
+def _w_l3_property(ctx: Context) -> TierResult:
+    from hypothesis import strategies as st
+
+    from theory.strategies import causal_trees
+
+    s = ctx.settings
+
+    @st.composite
+    def cases(draw):
+        pi = draw(matrices_strategy(ctx, st.integers(2, s["max_d"]),
+                                    min_entry_fraction=st.floats(0.05, 1.0)))
+        tree = draw(causal_trees(draw(st.integers(3, s["max_H"]))))
+        h = draw(st.integers(2, tree.n - 1))
+        hp = draw(st.integers(0, h - 1).filter(lambda j: j != tree.parent(h)))
+        return pi, tree, h, hp
+
+    def terms(case):
+        pi, tree, h, hp = case
+        return _sdpi_terms(pi, tree, h, hp, None)
+
+    def violates(case):
+        i_hp, i_pa, gamma, delta = terms(case)
+        if not (gamma > 0 and delta > 0):
+            return False  # the property tier searches inputs that meet the assumptions
+        return _sdpi_check(ctx.params, i_hp, i_pa, gamma, delta)[0] is Outcome.VIOLATED
+
+    def record(case):
+        pi, tree, h, hp = case
+        i_hp, i_pa, gamma, delta = terms(case)
+        return {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "root_law": "stationary", "h": h,
+                "parent": tree.parent(h), "h_prime": hp, "gamma": gamma, "delta": delta, "I(x_h; x_h')": i_hp,
+                "I(x_h; x_pa)": i_pa, "claimed bound": ctx.params["bound"](delta, gamma)}
+
+    return property_tier(ctx, cases(), violates, record, what="strong DPI with alpha = 1 - delta*gamma")
+
+
+W_L3 = Claim(
+    id="W.L3",
+    title="Strong data processing: non-parents carry strictly less information",
+    source=Source("W", "Lemma 3", "min pi >= gamma/|V|, min_s P(x_h = s) > delta => I(x_h; x_h') <= alpha "
+                  "I(x_h; x_pa(h)), alpha <= 1 - delta*gamma"),
+    statement=("KL mutual information. With gamma = d * min pi > 0 and delta = the smallest marginal probability over "
+               "all positions > 0: I(x_h; x_h') <= (1 - delta*gamma) I(x_h; x_pa(h)) for every h' < h, h' != pa(h), "
+               "stationary and uniform root laws. Reported with the contraction coefficients (eta_chi2, eta_KL "
+               "bracket, Dobrushin) of the channel x_pa(h) -> x_h'. Where gamma = 0 or delta = 0 the lemma gives only "
+               "alpha <= 1; there the engine checks whether any strict contraction (ratio < 1) survives."),
+    assumptions=_L3_ASSUMPTIONS,
+    checks={"exact": _w_l3_exact, "property": _w_l3_property},
+    settings={
+        "quick": {"tiers": ("exact", "property"), "n_matrices": 4, "dims": (2, 3, 5), "H": 7, "max_d": 4,
+                  "max_H": 7, "max_examples": 150},
+        "standard": {"tiers": ("exact", "property"), "n_matrices": 10, "dims": (2, 3, 5, 8), "H": 9, "max_d": 5,
+                     "max_H": 8, "max_examples": 600},
+        "paper": {"tiers": ("exact", "property"), "n_matrices": 20, "dims": (2, 3, 5, 10), "H": 10, "max_d": 6,
+                  "max_H": 10, "max_examples": 2000},
+    },
+    params={"bound": lambda delta, gamma: 1.0 - delta * gamma},
+    prior_dependent=True,
+)
+
+
+# --------------------------------------------------------------- W.L4 (expected log-likelihood) --
+_SPARSE_PRIOR = Sparse(Dirichlet(0.3), threshold=0.05)
+_L4_ASSUMPTIONS = ("min pi >= gamma/d with gamma > 0", "every marginal >= delta > 0", "I(x_h; x_pa(h)) > 0")
+
+
+def _l4_terms(pi, tree, h, hp, root):
+    pa = tree.parent(h)
+    diff = expected_loglik(pi, tree, pa, h, root=root) - expected_loglik(pi, tree, hp, h, root=root)
+    i_pa = mutual_information(pairwise_joint(pi, tree, h, pa, root=root), "kl")
+    gamma = pi.shape[0] * float(pi.min())
+    delta = float(marginals(pi, tree, root=root).min())
+    return diff, i_pa, gamma, delta
+
+
+def _l4_outcome(params, diff, strict):
+    """Strict: ``diff > 0`` beyond round-off. Non-strict: ``diff >= 0`` within round-off."""
+    shift = params["shift"]
+    diff = diff - shift
+    if diff == float("inf"):
+        return Outcome.HELD, float("inf")
+    out = compare(diff, 0.0, tol=1e-12)
+    if out is Outcome.UNDECIDED:
+        out = Outcome.VIOLATED if strict else Outcome.HELD
+    return out, diff
+
+
+def _w_l4_exact(ctx: Context) -> TierResult:
+    s = ctx.settings
+    checks = []
+    for inst in w_instances(ctx, n_matrices=s["n_matrices"], dims=s["dims"], H=s["H"]):
+        for h in range(1, inst.tree.n):
+            for hp in range(h):
+                if hp == inst.tree.parent(h):
+                    continue
+                diff, i_pa, gamma, delta = _l4_terms(inst.pi, inst.tree, h, hp, inst.root)
+                out, margin = _l4_outcome(ctx.params, diff, strict=True)
+                checks.append(InstanceCheck(
+                    assumptions={_L4_ASSUMPTIONS[0]: gamma > 0, _L4_ASSUMPTIONS[1]: delta > 0,
+                                 _L4_ASSUMPTIONS[2]: i_pa > 1e-12},
+                    outcome=out, margin=margin,
+                    record={**inst.record(), "h": h, "parent": inst.tree.parent(h), "h_prime": hp,
+                            "E log pi(x_h|x_pa) - E log pi(x_h|x_h')": diff, "I(x_h; x_pa)": i_pa,
+                            "gamma": gamma, "delta": delta}))
+    res = summarize_instances("exact", checks, _L4_ASSUMPTIONS,
+                              what="E[log pi(x_h|x_pa)] > E[log pi(x_h|x_h')] (strict)")
+    # Reading 2: the non-strict form for every pi, zeros included (sparse Dirichlet rows, no floor).
+    n_bad, n_eq, n_all, worst = 0, 0, 0, None
+    for inst in w_instances(ctx, n_matrices=s["n_matrices"], dims=s["dims"], H=s["H"], default=_SPARSE_PRIOR):
+        for h in range(1, inst.tree.n):
+            for hp in range(h):
+                if hp == inst.tree.parent(h):
+                    continue
+                diff = _l4_terms(inst.pi, inst.tree, h, hp, inst.root)[0]
+                out, margin = _l4_outcome(ctx.params, diff, strict=False)
+                n_all += 1
+                n_eq += abs(diff) <= 1e-12
+                if out is Outcome.VIOLATED and (worst is None or margin < worst[0]):
+                    worst = (margin, {**inst.record(), "h": h, "h_prime": hp, "difference": diff})
+                n_bad += out is Outcome.VIOLATED
+    res.readings.append({"name": "non-strict, every pi (zeros allowed)",
+                         "verdict": "PASS" if n_bad == 0 else "FAIL",
+                         "detail": f"{n_all} pairs on {_SPARSE_PRIOR.spec()} matrices: {n_bad} violations, "
+                                   f"{n_eq} exact equalities" + ("" if worst is None else f"; worst {worst[1]}")})
+    if n_bad and res.conclusion is Outcome.HELD:
+        res.conclusion, res.verdict = Outcome.VIOLATED, tier_verdict(res.assumptions, Outcome.VIOLATED)
+        res.counterexample = worst[1]
+    res.numbers.append(Number("pairs with exact equality (non-strict reading)", n_eq, note=f"of {n_all}"))
+    return res
+
+
+def _w_l4_property(ctx: Context) -> TierResult:
+    from hypothesis import strategies as st
+
+    from theory.strategies import causal_trees
+
+    s = ctx.settings
+
+    @st.composite
+    def cases(draw):
+        pi = draw(matrices_strategy(ctx, st.integers(2, s["max_d"]), min_entry_fraction=st.floats(0.05, 1.0)))
+        tree = draw(causal_trees(draw(st.integers(3, s["max_H"]))))
+        h = draw(st.integers(2, tree.n - 1))
+        hp = draw(st.integers(0, h - 1).filter(lambda j: j != tree.parent(h)))
+        return pi, tree, h, hp
+
+    def violates(case):
+        pi, tree, h, hp = case
+        diff, i_pa, gamma, delta = _l4_terms(pi, tree, h, hp, None)
+        if not (gamma > 0 and delta > 0 and i_pa > 1e-12):
+            return False
+        return _l4_outcome(ctx.params, diff, strict=True)[0] is Outcome.VIOLATED
+
+    def record(case):
+        pi, tree, h, hp = case
+        diff, i_pa, gamma, delta = _l4_terms(pi, tree, h, hp, None)
+        return {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "root_law": "stationary", "h": h,
+                "h_prime": hp, "E log pi(x_h|x_pa) - E log pi(x_h|x_h')": diff, "I(x_h; x_pa)": i_pa}
+
+    return property_tier(ctx, cases(), violates, record, what="strict expected log-likelihood gap")
+
+
+W_L4 = Claim(
+    id="W.L4",
+    title="The true parent has the largest expected log-likelihood",
+    source=Source("W", "Lemma 4", "E[log pi(x_h | x_pa(h))] > E[log pi(x_h | x_h')] for h' != pa(h)"),
+    statement=("Under W Lemma 3's conditions (gamma = d min pi > 0, every marginal > 0) and I(x_h; x_pa(h)) > 0: "
+               "E[log pi(x_h|x_pa(h))] - E[log pi(x_h|x_h')] > 0 for every h' < h, h' != pa(h) (exact expectations "
+               "over the tree's joint law, stationary and uniform roots). Second reading: the non-strict form for "
+               "every pi, zeros included. Equality cases are counted."),
+    assumptions=_L4_ASSUMPTIONS,
+    checks={"exact": _w_l4_exact, "property": _w_l4_property},
+    settings={
+        "quick": {"tiers": ("exact", "property"), "n_matrices": 4, "dims": (2, 3, 5), "H": 7, "max_d": 4,
+                  "max_H": 7, "max_examples": 150},
+        "standard": {"tiers": ("exact", "property"), "n_matrices": 10, "dims": (2, 3, 5, 8), "H": 9, "max_d": 5,
+                     "max_H": 8, "max_examples": 600},
+        "paper": {"tiers": ("exact", "property"), "n_matrices": 20, "dims": (2, 3, 5, 10), "H": 10, "max_d": 6,
+                  "max_H": 10, "max_examples": 2000},
+    },
+    params={"shift": 0.0},
+    prior_dependent=True,
+)
+
+CLAIMS = [W_L2, W_L3, W_L4]

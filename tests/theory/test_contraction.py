@@ -1,0 +1,263 @@
+"""Tests for theory.contraction: Dobrushin, eta_chi2, eta_KL bracket (W Lemma 3)."""
+import numpy as np
+import pytest
+from hypothesis import find, given, settings
+from hypothesis import strategies as st
+
+from theory.contraction import EtaKL, contraction_report, dobrushin, eta_chi2, eta_kl
+from theory.errors import TheoryError
+from theory.information import f_divergence
+
+
+# ----------------------------------------------------------------------------- strategies
+def prob_vectors(n, min_entry=0.0, allow_zero=False):
+    """Probability vectors of length n; with allow_zero some entries may be exactly 0."""
+    weights = st.lists(st.floats(0.0 if allow_zero else 0.01, 1.0), min_size=n, max_size=n)
+
+    def norm(w):
+        w = np.array(w)
+        if w.sum() <= 0:
+            w = np.ones(n)
+        v = w / w.sum()
+        return (1 - n * min_entry) * v + min_entry
+    return weights.map(norm)
+
+
+@st.composite
+def channels(draw, n_in=None, n_out=None, min_entry=0.0, allow_zero=True):
+    n_in = n_in or draw(st.integers(2, 4))
+    n_out = n_out or draw(st.integers(2, 4))
+    rows = [draw(prob_vectors(n_out, min_entry=min_entry, allow_zero=allow_zero)) for _ in range(n_in)]
+    return np.array(rows)
+
+
+@st.composite
+def channel_and_input(draw, max_d=3, allow_zero=True):
+    n_in = draw(st.integers(2, max_d))
+    n_out = draw(st.integers(2, max_d))
+    K = draw(channels(n_in, n_out, allow_zero=allow_zero))
+    p = draw(prob_vectors(n_in, allow_zero=allow_zero))
+    return K, p
+
+
+def bsc(e):
+    return np.array([[1 - e, e], [e, 1 - e]])
+
+
+def kl_ratio(K, p, q):
+    return f_divergence(q @ K, p @ K, "kl") / f_divergence(q, p, "kl")
+
+
+# ----------------------------------------------------------------------------- known values
+@pytest.mark.parametrize("e", [0.0, 0.05, 0.2, 0.37, 0.5, 0.8])
+def test_bsc_uniform_input_known_values(e):
+    K, p = bsc(e), np.array([0.5, 0.5])
+    assert dobrushin(K) == pytest.approx(abs(1 - 2 * e), abs=1e-15)
+    assert eta_chi2(K, p) == pytest.approx((1 - 2 * e) ** 2, abs=1e-12)
+    res = eta_kl(K, p)
+    assert isinstance(res, EtaKL)
+    # eta_KL(BSC(e), uniform) = (1 - 2e)^2 exactly: the search must not find anything larger.
+    assert res.lower == pytest.approx((1 - 2 * e) ** 2, abs=1e-9)
+    assert res.estimate == res.lower
+    assert res.upper == pytest.approx(abs(1 - 2 * e), abs=1e-15)
+
+
+def test_identity_and_constant_channels():
+    p = np.array([0.2, 0.3, 0.5])
+    I = np.eye(3)
+    assert dobrushin(I) == 1.0
+    assert eta_chi2(I, p) == pytest.approx(1.0, abs=1e-12)
+    r = eta_kl(I, p)
+    assert r.lower == pytest.approx(1.0, abs=1e-12) and r.upper == 1.0
+    C = np.tile([0.1, 0.6, 0.3], (3, 1))
+    assert dobrushin(C) == 0.0
+    assert eta_chi2(C, p) == pytest.approx(0.0, abs=1e-14)
+    r = eta_kl(C, p)
+    assert r.lower == pytest.approx(0.0, abs=1e-14) and r.upper == 0.0
+
+
+def test_binary_erasure_channel_rectangular():
+    eps = 0.3
+    K = np.array([[1 - eps, eps, 0.0], [0.0, eps, 1 - eps]])
+    p = np.array([0.35, 0.65])
+    assert dobrushin(K) == pytest.approx(1 - eps)
+    assert eta_chi2(K, p) == pytest.approx(1 - eps, abs=1e-12)
+    r = eta_kl(K, p)  # eta_KL(BEC) = 1 - eps for every input
+    assert r.lower == pytest.approx(1 - eps, abs=1e-9) and r.upper == pytest.approx(1 - eps)
+
+
+def test_dobrushin_by_hand():
+    K = np.array([[0.5, 0.5, 0.0], [0.1, 0.2, 0.7], [0.3, 0.3, 0.4]])
+    # TV(0,1) = (0.4 + 0.3 + 0.7)/2 = 0.7; TV(0,2) = (0.2+0.2+0.4)/2 = 0.4; TV(1,2) = (0.2+0.1+0.3)/2 = 0.3
+    assert dobrushin(K) == pytest.approx(0.7, abs=1e-15)
+    assert dobrushin([[0.2, 0.8]]) == 0.0  # one row
+
+
+def test_eta_chi2_by_hand_binary():
+    # For a 2x2 channel, eta_chi2 = lambda^2 * px0 px1 / (py0 py1) with lambda = 1 - a - b.
+    a, b, p1 = 0.1, 0.3, 0.25
+    K = np.array([[1 - a, a], [b, 1 - b]])
+    p = np.array([1 - p1, p1])
+    py = p @ K
+    assert eta_chi2(K, p) == pytest.approx((1 - a - b) ** 2 * p[0] * p[1] / (py[0] * py[1]), rel=1e-12)
+
+
+def test_asymmetric_input_eta_kl_exceeds_eta_chi2_and_matches_grid():
+    K, p = bsc(0.1), np.array([0.2, 0.8])
+    r = eta_kl(K, p)
+    ts = np.linspace(0.0, 1.0, 200001)
+    ts = ts[np.abs(ts - 0.2) > 1e-6]
+    Q = np.stack([ts, 1 - ts], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # vectorised KL with 0 log 0 = 0
+        kl_in = np.nansum(Q * np.log(Q / p), axis=1)
+        QK = Q @ K
+        kl_out = np.nansum(QK * np.log(QK / (p @ K)), axis=1)
+    best = float(np.max(kl_out / kl_in))
+    assert best == pytest.approx(kl_ratio(K, p, Q[np.argmax(kl_out / kl_in)]), rel=1e-9)
+    assert r.lower >= best - 1e-9  # the search finds at least the best grid point
+    assert r.lower <= best + 1e-6  # and nothing beyond what the fine grid sees
+    assert r.lower > eta_chi2(K, p) + 0.05  # strict gap: eta_KL != eta_chi2 here
+
+
+def test_point_mass_input_and_zero_rows():
+    K = np.array([[0.5, 0.5], [0.0, 1.0], [1.0, 0.0]])
+    r = eta_kl(K, [0.0, 1.0, 0.0])
+    assert (r.estimate, r.lower, r.upper) == (0.0, 0.0, 0.0)
+    assert eta_chi2(K, [0.0, 1.0, 0.0]) == 0.0
+    # Support {1, 2}: rows disjoint, so every coefficient is 1 there.
+    r = eta_kl(K, [0.0, 0.4, 0.6])
+    assert r.upper == 1.0 and r.lower == pytest.approx(1.0, abs=1e-9)
+    assert eta_chi2(K, [0.0, 0.4, 0.6]) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_deterministic_given_seed_and_report_keys():
+    K = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+    p = np.array([0.5, 0.3, 0.2])
+    assert eta_kl(K, p, seed=3) == eta_kl(K, p, seed=3)
+    rep = contraction_report(K, p)
+    assert set(rep) == {"dobrushin", "eta_chi2", "eta_kl_lower", "eta_kl_upper", "eta_kl_estimate"}
+    assert rep["eta_chi2"] <= rep["eta_kl_lower"] <= rep["eta_kl_upper"] <= rep["dobrushin"]
+    assert "BFGS" in eta_kl(K, p).method
+
+
+# ----------------------------------------------------------------------------- properties
+@settings(max_examples=30)
+@given(channel_and_input())
+def test_bracket_and_upper_is_dobrushin_on_support(kp):
+    K, p = kp
+    r = eta_kl(K, p, restarts=4)
+    c2 = eta_chi2(K, p)
+    for x in (r.estimate, r.lower, r.upper, c2):
+        assert np.isfinite(x)
+    assert c2 <= r.lower + 1e-12
+    assert r.lower <= r.upper + 1e-9
+    S = p > 0
+    assert r.upper == (dobrushin(K[S]) if S.sum() > 1 else 0.0)
+    assert r.upper <= dobrushin(K) + 1e-15
+
+
+@settings(max_examples=25)
+@given(channel_and_input(allow_zero=False), st.lists(st.floats(0.0, 1.0), min_size=4, max_size=4))
+def test_strong_dpi_holds_numerically(kp, qw):
+    K, p = kp
+    q = np.array(qw[:len(p)]) + 1e-3
+    q /= q.sum()
+    den_kl = f_divergence(q, p, "kl")
+    den_chi = f_divergence(q, p, "chi2")
+    r = eta_kl(K, p, restarts=4)
+    c2 = eta_chi2(K, p)
+    if den_kl > 1e-12:
+        # SDPI with the guaranteed upper bound, and the searched lower bound beats this q.
+        assert f_divergence(q @ K, p @ K, "kl") <= r.upper * den_kl * (1 + 1e-9) + 1e-15
+        assert kl_ratio(K, p, q) <= r.lower + 1e-7
+    # chi2 contraction: eta_chi2 is the exact sup of the chi2 ratio, and eta_chi2 <= dobrushin.
+    assert f_divergence(q @ K, p @ K, "chi2") <= c2 * den_chi * (1 + 1e-9) + 1e-15
+    assert f_divergence(q @ K, p @ K, "chi2") <= dobrushin(K) * den_chi * (1 + 1e-9) + 1e-15
+
+
+@given(channels(), st.data())
+def test_dobrushin_submultiplicative_and_tv_contraction(K1, data):
+    K2 = data.draw(channels(n_in=K1.shape[1]))
+    assert dobrushin(K1 @ K2) <= dobrushin(K1) * dobrushin(K2) + 1e-12
+    p = data.draw(prob_vectors(K1.shape[0], allow_zero=True))
+    q = data.draw(prob_vectors(K1.shape[0], allow_zero=True))
+    assert f_divergence(q @ K1, p @ K1, "tv") <= dobrushin(K1) * f_divergence(q, p, "tv") + 1e-12
+
+
+@given(channel_and_input())
+def test_eta_chi2_is_sup_of_chi2_ratio_along_its_direction(kp):
+    # The top non-trivial singular direction attains eta_chi2 (a q at which chi2 ratio = eta_chi2).
+    K, p = kp
+    S = np.flatnonzero(p > 0)
+    if S.size < 2:
+        return
+    r = p @ K
+    T = r > 0
+    B = np.sqrt(p[S])[:, None] * K[np.ix_(S, np.flatnonzero(T))] / np.sqrt(r[T])
+    B = B - np.outer(np.sqrt(p[S]), np.sqrt(r[T]))
+    U, s, _ = np.linalg.svd(B)
+    if s[0] < 1e-9:  # eta_chi2 = 0: no distinguished direction
+        assert eta_chi2(K, p) < 1e-17
+        return
+    u = np.zeros_like(p)
+    u[S] = U[:, 0] / np.sqrt(p[S])
+    q = p * (1 + 0.5 * u / max(1e-300, np.abs(u).max()))
+    den = f_divergence(q, p, "chi2")
+    if den > 1e-12:
+        assert f_divergence(q @ K, p @ K, "chi2") / den == pytest.approx(eta_chi2(K, p), abs=1e-9)
+
+
+# ----------------------------------------------------------------------------- wrong variants are caught
+def test_wrong_submultiplicativity_variant_has_counterexample():
+    # dobrushin(K1 K2) <= dobrushin(K1) * dobrushin(K2)^2 is false; hypothesis finds a pair.
+    pairs = st.tuples(channels(2, 2, allow_zero=False), channels(2, 2, allow_zero=False))
+    K1, K2 = find(pairs, lambda kk: dobrushin(kk[0] @ kk[1]) > dobrushin(kk[0]) * dobrushin(kk[1]) ** 2 + 1e-6,
+                  settings=settings(database=None, max_examples=2000))
+    assert dobrushin(K1 @ K2) > dobrushin(K1) * dobrushin(K2) ** 2
+
+
+def test_wrong_bracket_eta_kl_equals_eta_chi2_is_caught():
+    # "eta_KL <= eta_chi2" is false in general: a KL ratio above eta_chi2 exists.
+    def beats_chi2(args):
+        e, p1, t = args
+        K, p = bsc(e), np.array([1 - p1, p1])
+        q = np.array([1 - t, t])
+        if f_divergence(q, p, "kl") < 1e-9:
+            return False
+        return kl_ratio(K, p, q) > eta_chi2(K, p) + 1e-3
+
+    e, p1, t = find(st.tuples(st.floats(0.01, 0.45), st.floats(0.05, 0.95), st.floats(0.0, 1.0)), beats_chi2,
+                    settings=settings(database=None, max_examples=5000))
+    assert beats_chi2((e, p1, t))
+
+
+def test_wrong_chi2_constant_squared_is_caught():
+    # chi2(qK||pK) <= eta_chi2^2 chi2(q||p) is false: eta_chi2 is attained, not its square.
+    K, p = bsc(0.2), np.array([0.5, 0.5])
+    q = np.array([0.5 + 1e-3, 0.5 - 1e-3])
+    ratio = f_divergence(q @ K, p @ K, "chi2") / f_divergence(q, p, "chi2")
+    assert ratio == pytest.approx(eta_chi2(K, p), rel=1e-9)
+    assert ratio > eta_chi2(K, p) ** 2 + 0.1
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("fn", [dobrushin, lambda K: eta_chi2(K, [0.5, 0.5]), lambda K: eta_kl(K, [0.5, 0.5])])
+def test_bad_channel_rejected(fn):
+    with pytest.raises(TheoryError, match="row 1 sums to"):
+        fn([[0.5, 0.5], [0.2, 0.7]])
+    with pytest.raises(TheoryError, match=r"K\[0, 1\] = -0.1 is negative"):
+        fn([[1.1, -0.1], [0.2, 0.8]])
+    with pytest.raises(TheoryError, match="2-d"):
+        fn([0.5, 0.5])
+
+
+def test_bad_input_law_rejected():
+    K = bsc(0.1)
+    with pytest.raises(TheoryError, match="length 3, expected 2"):
+        eta_chi2(K, [0.2, 0.3, 0.5])
+    with pytest.raises(TheoryError, match="sums to"):
+        eta_kl(K, [0.2, 0.3])
+    with pytest.raises(TheoryError, match=r"p\[0\] = nan is not finite"):
+        eta_chi2(K, [np.nan, 0.5])
+    with pytest.raises(TheoryError, match="restarts must be a non-negative integer"):
+        eta_kl(K, [0.5, 0.5], restarts=-1)
