@@ -41,11 +41,11 @@ def _as_pmf(x, name: str) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(flat))
     if bad.size:
         idx = np.unravel_index(bad[0], arr.shape)
-        raise TheoryError(f"{name}{list(idx)} = {flat[bad[0]]} is not finite")
+        raise TheoryError(f"{name}{[int(i) for i in idx]} = {flat[bad[0]]} is not finite")
     bad = np.flatnonzero(flat < 0)
     if bad.size:
         idx = np.unravel_index(bad[0], arr.shape)
-        raise TheoryError(f"{name}{list(idx)} = {flat[bad[0]]:.6g} is negative")
+        raise TheoryError(f"{name}{[int(i) for i in idx]} = {flat[bad[0]]:.6g} is negative")
     s = flat.sum()
     if abs(s - 1.0) > ROW_SUM_ATOL:
         raise TheoryError(f"{name} sums to {s:.12g} (off by {s - 1:+.3g}); a pmf must sum to 1")
@@ -64,8 +64,34 @@ def _divergence(p: np.ndarray, q: np.ndarray, kind: str) -> float:
     p, q = p[qpos], q[qpos]
     if kind == "kl":
         ppos = p > 0
-        return float(max(0.0, np.sum(p[ppos] * np.log(p[ppos] / q[ppos]))))
-    return float(np.sum((p - q) ** 2 / q))  # chi2
+        # log p - log q, not log(p / q): the ratio overflows for subnormal q
+        return float(max(0.0, np.sum(p[ppos] * (np.log(p[ppos]) - np.log(q[ppos])))))
+    with np.errstate(over="ignore"):
+        return float(np.sum((p - q) ** 2 / q))  # chi2; inf only when the true value exceeds float range
+
+
+def _mutual_information(P: np.ndarray, kind: str) -> float:
+    """``I_f`` from a validated 2-d joint, never forming ``P_x P_y`` where it could underflow.
+
+    With ``lr = log P - log P_x - log P_y`` on the support of ``P``:
+    KL ``= sum P lr``; chi2 ``= sum_{P>0} P (e^{lr} - 2 + e^{-lr}) + sum_{P=0} P_x P_y`` where
+    ``e^{lr} - 2 + e^{-lr} = e^{|lr|} (1 - e^{-|lr|})^2`` is evaluated in log space.
+    """
+    a, b = P.sum(axis=1), P.sum(axis=0)
+    if kind == "tv":
+        return float(0.5 * np.abs(P - np.outer(a, b)).sum())
+    if kind == "hellinger":
+        return float(((np.sqrt(P) - np.outer(np.sqrt(a), np.sqrt(b))) ** 2).sum())
+    i, j = np.nonzero(P > 0)
+    p = P[i, j]
+    lr = np.log(p) - np.log(a[i]) - np.log(b[j])
+    if kind == "kl":
+        return float(max(0.0, np.sum(p * lr)))
+    x = np.abs(lr)
+    with np.errstate(divide="ignore", over="ignore"):
+        terms = np.exp(np.log(p) + x + 2 * np.log(-np.expm1(-x)))  # lr = 0 gives log(0) = -inf -> 0
+    zero = P <= 0
+    return float(terms.sum() + (np.outer(a, b)[zero]).sum())
 
 
 def f_divergence(p, q, kind: str = "kl") -> float:
@@ -96,8 +122,7 @@ def mutual_information(joint, kind: str = "kl") -> float:
     P = _as_pmf(joint, "joint")
     if P.ndim != 2:
         raise TheoryError(f"joint must be a 2-d pmf P[a, b] = P(X = a, Y = b), got shape {P.shape}")
-    prod = np.outer(P.sum(axis=1), P.sum(axis=0))
-    return _divergence(P.reshape(-1), prod.reshape(-1), kind)
+    return _mutual_information(P, kind)
 
 
 def entropy(p) -> float:

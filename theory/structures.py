@@ -38,7 +38,12 @@ class CausalTree:
     __slots__ = ("_parents", "__dict__")
 
     def __init__(self, parents: Iterable[int]):
-        arr = np.asarray(list(parents) if not isinstance(parents, np.ndarray) else parents)
+        if not isinstance(parents, np.ndarray):
+            parents = list(parents)
+            for h, v in enumerate(parents):  # before numpy coerces a mixed list to strings
+                if not _is_int(v) and not isinstance(v, (list, tuple, np.ndarray)):
+                    raise TheoryError(f"parents[{h}] = {v!r} is not an integer")
+        arr = np.asarray(parents)
         if arr.ndim != 1:
             raise TheoryError(f"parents must be a 1-d array, got shape {arr.shape}")
         if arr.size == 0:
@@ -48,7 +53,7 @@ class CausalTree:
                 arr = arr.astype(np.int64)
             else:
                 bad = next(i for i, v in enumerate(arr.tolist()) if not _is_int(v))
-                raise TheoryError(f"parents[{bad}] = {arr[bad]!r} is not an integer")
+                raise TheoryError(f"parents[{bad}] = {arr.tolist()[bad]!r} is not an integer")
         arr = arr.astype(np.int64)
         for h, p in enumerate(arr.tolist()):
             if p == -1:

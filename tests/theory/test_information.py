@@ -311,14 +311,19 @@ UNDERFLOW_JOINT = np.diag([1.0 - 1e-200, 1e-200])  # P_x P_y at (1, 1) is 1e-400
 
 
 @pytest.mark.parametrize("kind, expected", [
-    pytest.param("chi2", 1.0, marks=pytest.mark.xfail(
-        strict=True, reason="theory.information returns inf when P_x P_y underflows under a positive "
-                            "joint entry; I_chi2 of a diagonal joint is (support size - 1) = 1")),
-    pytest.param("kl", 1e-200 * 200 * math.log(10), marks=pytest.mark.xfail(
-        strict=True, reason="same underflow: I_KL = H(x) = 1e-200 ln(1e200) here, returned as inf")),
+    # P_x P_y underflows under a positive joint entry; I_chi2 of a diagonal joint is (support - 1) = 1
+    pytest.param("chi2", 1.0),
+    pytest.param("kl", 1e-200 * 200 * math.log(10)),  # I_KL = H(x) = 1e-200 ln(1e200)
 ])
 def test_mi_finite_when_marginal_product_underflows(kind, expected):
     assert mutual_information(UNDERFLOW_JOINT, kind) == pytest.approx(expected, rel=1e-9)
+
+
+def test_kl_finite_when_ratio_overflows():
+    # p/q = 0.5/5e-324 overflows before a log; log p - log q does not
+    q_min = 5e-324  # 2**-1074, the smallest subnormal
+    # KL = 0.5 ln(0.5 / 1) + 0.5 ln(0.5 / 2**-1074) = 0.5 ln 2 (1073 - 1) = 536 ln 2
+    assert f_divergence([0.5, 0.5], [1.0, q_min], "kl") == pytest.approx(536 * math.log(2), rel=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["tv", "hellinger"])

@@ -1,0 +1,350 @@
+"""Tests for theory.largedev: the law of the BMA log-likelihood ratio and its large deviations (W.T2)."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from theory.errors import TheoryError
+from theory.information import f_divergence
+from theory.joint import pairwise_joint, sequence_pmf
+from theory.largedev import (
+    ChernoffResult,
+    MapErrorExponent,
+    bahadur_rao_log_error,
+    bahadur_rao_prefactor,
+    chernoff_exponent,
+    llr_law,
+    map_error_exponent,
+    pairwise_error_exact,
+)
+
+
+# ----------------------------------------------------------------------------- helpers
+def stochastic(d, min_entry=0.0, allow_zero=False):
+    row = st.lists(st.floats(0.0 if allow_zero else 0.02, 1.0), min_size=d, max_size=d)
+
+    def norm(rows):
+        m = np.array(rows)
+        m[m.sum(axis=1) == 0] = 1.0
+        m = m / m.sum(axis=1, keepdims=True)
+        return (1 - d * min_entry) * m + min_entry
+    return st.lists(row, min_size=d, max_size=d).map(norm)
+
+
+@st.composite
+def laws(draw, k_min=2, k_max=5):
+    k = draw(st.integers(k_min, k_max))
+    vals = draw(st.lists(st.floats(-3.0, 3.0).map(lambda x: round(x, 3)), min_size=k, max_size=k, unique=True))
+    w = np.array(draw(st.lists(st.floats(0.05, 1.0), min_size=k, max_size=k)))
+    return np.array(vals), w / w.sum()
+
+
+def law_from_enumeration(pi, tree, h, comp, root=None):
+    """The law of Z from the full joint pmf of all positions (brute force)."""
+    pmf = sequence_pmf(pi, tree, root=root)
+    pa = [p for p in tree][h]
+    out = {}
+    with np.errstate(divide="ignore"):
+        logpi = np.log(pi)
+    for x in itertools.product(range(pi.shape[0]), repeat=len(tree)):
+        w = pmf[x]
+        if w == 0:
+            continue
+        z = 0.0 if x[comp] == x[pa] else logpi[x[comp], x[h]] - logpi[x[pa], x[h]]
+        key = -math.inf if z == -math.inf else round(z, 9)
+        out[key] = out.get(key, 0.0) + w
+    keys = sorted(out)
+    return np.array(keys), np.array([out[k] for k in keys])
+
+
+def brute_force_error(values, probs, L):
+    """P(S_L >= 0) by summing over all k^L atom sequences (tiny L only)."""
+    fin = np.isfinite(values)
+    scale = np.abs(values[fin]).max()
+    total = 0.0
+    for seq in itertools.product(range(len(values)), repeat=L):
+        s = sum(values[i] for i in seq)
+        if s >= -1e-9 * L * scale:
+            total += math.prod(probs[i] for i in seq)
+    return total
+
+
+def mean_z(values, probs):
+    if np.any(~np.isfinite(values) & (probs > 0)):
+        return -math.inf
+    return float(values @ probs)
+
+
+PI2 = np.array([[0.7, 0.3], [0.2, 0.8]])
+PI3 = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.15, 0.6]])
+
+
+# ----------------------------------------------------------------------------- the law of Z
+@pytest.mark.parametrize("pi,tree,h,comp,root", [
+    (PI2, [-1, 0, 0, 1], 3, 0, None),
+    (PI2, [-1, 0, 0, 1], 3, 2, [0.9, 0.1]),
+    (PI3, [-1, 0, 1, 0, 2], 4, 0, None),
+    (PI3, [-1, 0, 1, 0, 2], 4, 3, [0.5, 0.5, 0.0]),
+    (PI3, [-1, 0, 0, 2], 3, 1, None),
+    # zeros in pi: pi(x_h', x_h) = 0 gives Z = -inf
+    (np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]]), [-1, 0, 1, 1], 3, 2, None),
+])
+def test_llr_law_matches_sequence_enumeration(pi, tree, h, comp, root):
+    v, p = llr_law(pi, tree, h, comp, root=root)
+    v_ref, p_ref = law_from_enumeration(pi, tree, h, comp, root=root)
+    assert np.all(np.diff(v) > 0) and np.all(p > 0)
+    assert p.sum() == pytest.approx(1.0, abs=1e-12)
+    assert len(v) == len(v_ref)
+    fin = np.isfinite(v_ref)
+    assert np.array_equal(np.isfinite(v), fin)
+    np.testing.assert_allclose(v[fin], v_ref[fin], atol=1e-8)
+    np.testing.assert_allclose(p, p_ref, atol=1e-12)
+
+
+def test_llr_law_expected_value_is_minus_expected_kl_w_lemma4():
+    # -E[Z] = sum_{a,b} P(x_h'=a, x_pa=b) KL(pi[b] || pi[a]) >= 0 (W Lemma 4's gap).
+    tree, h, comp = [-1, 0, 1, 0, 2], 4, 3
+    v, p = llr_law(PI3, tree, h, comp)
+    J = pairwise_joint(PI3, tree, comp, 2)
+    expected = sum(J[a, b] * f_divergence(PI3[b], PI3[a], "kl") for a in range(3) for b in range(3))
+    assert -mean_z(v, p) == pytest.approx(expected, rel=1e-12)
+    assert expected > 0
+
+
+@given(stochastic(3, min_entry=0.1 / 3), st.integers(2, 5), st.data())
+def test_rate_positive_for_full_support_pi(pi, H, data):
+    parents = [-1] + [data.draw(st.integers(0, j - 1)) for j in range(1, H)]
+    h = data.draw(st.integers(1, H - 1))
+    comps = [c for c in range(h) if c != parents[h]]
+    assume(comps)
+    comp = data.draw(st.sampled_from(comps))
+    v, p = llr_law(pi, parents, h, comp)
+    ez = mean_z(v, p)
+    assert ez <= 1e-15  # W Lemma 4 (non-strict form, every pi)
+    # pi with floor has distinct rows a.s.; when E[Z] < 0 the Chernoff rate is > 0 and finite.
+    res = chernoff_exponent(v, p)
+    assert np.isfinite(res.rate) and res.rate >= 0
+    if ez < -1e-9:
+        assert res.rate > 0
+        assert 0 < res.t_star <= 1 + 1e-9  # full support: minimiser inside [0, 1]
+        assert res.rate <= -ez + 1e-12  # Jensen: log M(t) >= t E[Z]
+
+
+def test_sibling_and_grandparent_competitors_have_equal_rates():
+    # With a stationary root, M_sibling(t) = M_grandparent(1 - t), so the Chernoff rates agree.
+    tree = [-1, 0, 1, 1]  # h = 2: parent 1, grandparent 0; node 3 is a sibling of 2
+    rate_gp = chernoff_exponent(*llr_law(PI3, tree, 2, 0)).rate
+    rate_sib = chernoff_exponent(*llr_law(PI3, tree, 3, 2)).rate
+    assert rate_gp == pytest.approx(rate_sib, rel=1e-10)
+    # ... but not the same law (and not the same rate with a non-stationary root).
+    assert not np.allclose(llr_law(PI3, tree, 2, 0)[1][:3], llr_law(PI3, tree, 3, 2)[1][:3])
+    root = [0.8, 0.1, 0.1]
+    assert chernoff_exponent(*llr_law(PI3, tree, 2, 0, root=root)).rate != pytest.approx(
+        chernoff_exponent(*llr_law(PI3, tree, 3, 2, root=root)).rate, rel=1e-3)
+
+
+# ----------------------------------------------------------------------------- Chernoff
+def test_chernoff_two_point_closed_form():
+    # Z = +a w.p. q, -b w.p. 1-q: t* = log((1-q) b / (q a)) / (a + b).
+    a, b, q = 1.3, 0.7, 0.2
+    t = math.log((1 - q) * b / (q * a)) / (a + b)
+    rate = -math.log(q * math.exp(t * a) + (1 - q) * math.exp(-t * b))
+    res = chernoff_exponent([a, -b], [q, 1 - q])
+    assert isinstance(res, ChernoffResult)
+    assert res.t_star == pytest.approx(t, rel=1e-12)
+    assert res.rate == pytest.approx(rate, rel=1e-12)
+    assert res.log_mgf_min == pytest.approx(-rate, rel=1e-12)
+    assert abs(res.tilted_mean) < 1e-12
+    # tilted law: weights q e^{ta} : (1-q) e^{-tb}, equal first moments -> variance a b
+    assert res.tilted_var == pytest.approx(a * b, rel=1e-10)
+
+
+def test_chernoff_edge_cases():
+    assert chernoff_exponent([1.0, -1.0], [0.5, 0.5]).rate == 0.0  # E Z = 0
+    assert chernoff_exponent([2.0, -1.0], [0.5, 0.5]).rate == 0.0  # E Z > 0
+    r = chernoff_exponent([-1.0, -0.5], [0.5, 0.5])
+    assert r.rate == math.inf and r.t_star == math.inf
+    assert pairwise_error_exact([-1.0, -0.5], [0.5, 0.5], 5) == 0.0
+    # max Z = 0: P(S_L >= 0) = P(Z = 0)^L exactly and the rate is -log P(Z = 0).
+    r = chernoff_exponent([-1.0, 0.0], [0.7, 0.3])
+    assert r.rate == pytest.approx(-math.log(0.3)) and r.t_star == math.inf
+    assert pairwise_error_exact([-1.0, 0.0], [0.7, 0.3], 7) == pytest.approx(0.3 ** 7, rel=1e-12)
+    # -inf atom with a positive finite part: rate = -log P(Z finite), t* = 0.
+    r = chernoff_exponent([-math.inf, 1.0, -0.5], [0.4, 0.3, 0.3])
+    assert r.rate == pytest.approx(-math.log(0.6)) and r.t_star == 0.0
+    # all mass at -inf
+    assert chernoff_exponent([-math.inf], [1.0]).rate == math.inf
+    assert pairwise_error_exact([-math.inf], [1.0], 3) == 0.0
+    assert pairwise_error_exact([-math.inf], [1.0], 0) == 1.0
+
+
+def test_chernoff_minimiser_beyond_one_with_zeros_in_pi():
+    # pi[1] = (1, 0) and pi[0] = (0.5, 0.5): E[e^Z] < 1 and the minimiser lies beyond t = 1.
+    pi = np.array([[0.5, 0.5], [1.0, 0.0]])
+    v, p = llr_law(pi, [-1, 0, 1], 2, 0, root=[0.5, 0.5])
+    res = chernoff_exponent(v, p)
+    t = np.linspace(0, 20, 20001)
+    fin = np.isfinite(v)
+    logM = np.log(np.exp(np.outer(t, v[fin])) @ p[fin])
+    assert -logM.min() == pytest.approx(res.rate, abs=1e-8)
+    assert res.t_star > 1.0
+
+
+@settings(max_examples=40)
+@given(laws(), st.integers(1, 12))
+def test_chernoff_bound_holds_for_every_L(law, L):
+    v, p = law
+    res = chernoff_exponent(v, p)
+    P = pairwise_error_exact(v, p, L)
+    assert P <= math.exp(-L * res.rate) * (1 + 1e-9) + 1e-300
+    # the rate is the sup over t of -log M(t): no grid point does better
+    t = np.linspace(0, 10, 2001)
+    logM = np.log(np.exp(np.outer(t, v)) @ p)
+    assert res.rate >= -logM.min() - 1e-9
+
+
+# ----------------------------------------------------------------------------- exact error probability
+@settings(max_examples=30)
+@given(laws(k_max=4), st.integers(0, 5))
+def test_pairwise_error_exact_matches_brute_force(law, L):
+    v, p = law
+    ref = brute_force_error(v, p, L) if L > 0 else 1.0
+    for method in ("convolution", "multinomial", "auto"):
+        assert pairwise_error_exact(v, p, L, method=method) == pytest.approx(ref, rel=1e-10, abs=1e-300)
+    lg = pairwise_error_exact(v, p, L, log=True)
+    assert lg == (math.log(ref) if ref > 0 else -math.inf) or lg == pytest.approx(math.log(ref), rel=1e-10)
+
+
+def test_pairwise_error_exact_with_llr_law_ties_and_inf_atoms():
+    # The law from llr_law has an exact 0 atom and +-v pairs: ties must count as S >= 0.
+    v, p = llr_law(PI2, [-1, 0, 0, 1], 3, 0)
+    for L in range(1, 6):
+        assert pairwise_error_exact(v, p, L) == pytest.approx(brute_force_error(v, p, L), rel=1e-10)
+    assert pairwise_error_exact(v, p, 1) > p[v < 0].sum() * 0  # ties included
+    assert pairwise_error_exact(v, p, 1) == pytest.approx(p[v >= 0].sum(), rel=1e-12)
+    pi = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
+    v, p = llr_law(pi, [-1, 0, 1, 1], 3, 2)
+    assert v[0] == -math.inf
+    for L in (1, 2, 3):
+        assert pairwise_error_exact(v, p, L) == pytest.approx(brute_force_error(v, p, L), rel=1e-10)
+    # convolution and multinomial agree at moderate L on a structured law
+    v, p = llr_law(PI3, [-1, 0, 1, 0, 2], 4, 3)
+    assert pairwise_error_exact(v, p, 6, method="convolution") == pytest.approx(
+        pairwise_error_exact(v, p, 6, method="multinomial"), rel=1e-10)
+
+
+def test_log_error_rate_converges_and_bahadur_rao_matches_at_L_100():
+    # A non-lattice law (incommensurate values).
+    v = np.array([-1.0, 0.3 * math.sqrt(2), 0.5 * math.sqrt(3), -0.1 * math.pi])
+    p = np.array([0.4, 0.2, 0.1, 0.3])
+    res = chernoff_exponent(v, p)
+    slopes = []
+    for L in (10, 40, 100):
+        logP = pairwise_error_exact(v, p, L, log=True)
+        slopes.append(-logP / L)
+        if L == 100:
+            br = bahadur_rao_log_error(v, p, L)
+            assert abs(br - logP) / abs(logP) < 0.02  # within 2 % in log at L = 100
+            assert math.exp(br) == pytest.approx(math.exp(-L * res.rate) * bahadur_rao_prefactor(v, p, L))
+    # -(1/L) log P decreases towards the rate from above; the bare slope is still far off at L = 100
+    assert slopes[0] > slopes[1] > slopes[2] > res.rate
+    assert slopes[2] - res.rate > 0.01
+
+
+def test_d2_llr_law_exact_decay_against_rate():
+    v, p = llr_law(PI2, [-1, 0, 0, 1], 3, 0)
+    res = chernoff_exponent(v, p)
+    logP = pairwise_error_exact(v, p, 150, log=True)  # convolution: O(L^2) distinct sums
+    br = bahadur_rao_log_error(v, p, 150)
+    assert abs(br - logP) / abs(logP) < 0.02
+    assert -logP / 150 > res.rate
+
+
+def test_wrong_exponent_expected_llr_is_caught():
+    # Using -E[Z] = E KL(pi_pa || pi_h') (the Stein / expected-LLR exponent) instead of the
+    # Chernoff rate mispredicts the decay; the Chernoff rate with Bahadur-Rao predicts it.
+    v, p = llr_law(PI2, [-1, 0, 0, 1], 3, 0)
+    rate = chernoff_exponent(v, p).rate
+    wrong = -mean_z(v, p)
+    assert wrong > 2 * rate
+    L = 150
+    logP = pairwise_error_exact(v, p, L, log=True)
+    prefactor = math.log(bahadur_rao_prefactor(v, p, L))
+    assert abs((-L * rate + prefactor) - logP) < 0.05 * abs(logP)
+    assert abs((-L * wrong + prefactor) - logP) > 0.5 * abs(logP)
+
+
+# ----------------------------------------------------------------------------- MAP error
+def test_map_error_exponent_and_union_bound_exact():
+    tree, h = [-1, 0, 1, 1], 3  # parent 1; competitors 0 and 2
+    res = map_error_exponent(PI2, tree, h)
+    assert isinstance(res, MapErrorExponent)
+    assert set(res.rates) == {0, 2}
+    assert res.rate == min(res.rates.values()) and res.rates[res.competitor] == res.rate
+    # Exact P(some competitor >= parent) by multinomial enumeration over example outcomes.
+    pmf = sequence_pmf(PI2, tree)
+    outcomes = list(itertools.product(range(2), repeat=4))
+    w = np.array([pmf[x] for x in outcomes])
+    lp = np.log(PI2)
+    z = np.array([[lp[x[c], x[h]] - lp[x[1], x[h]] for c in (0, 2)] for x in outcomes])
+    L = 4
+    p_err = 0.0
+    for counts in itertools.product(range(L + 1), repeat=len(outcomes)):
+        if sum(counts) != L:
+            continue
+        s = np.array(counts) @ z
+        if np.any(s >= -1e-9):
+            p_err += math.factorial(L) / math.prod(math.factorial(c) for c in counts) * math.prod(
+                wi ** c for wi, c in zip(w, counts))
+    pair = [pairwise_error_exact(*llr_law(PI2, tree, h, c), L) for c in (0, 2)]
+    assert max(pair) - 1e-12 <= p_err <= sum(pair) + 1e-12
+    # h = 1 has no competitor
+    r1 = map_error_exponent(PI2, tree, 1)
+    assert r1.rate == math.inf and r1.competitor is None and r1.rates == {}
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_bad_positions_rejected():
+    tree = [-1, 0, 0, 1]
+    with pytest.raises(TheoryError, match="h = 0 is a root"):
+        llr_law(PI2, tree, 0, 0)
+    with pytest.raises(TheoryError, match="competitor 1 is the true parent of h = 3"):
+        llr_law(PI2, tree, 3, 1)
+    with pytest.raises(TheoryError, match="competitor 3 must come before h = 3"):
+        llr_law(PI2, tree, 3, 3)
+    with pytest.raises(TheoryError, match="h 7 is out of range"):
+        llr_law(PI2, tree, 7, 0)
+    with pytest.raises(TheoryError, match="forest|root"):
+        map_error_exponent(PI2, [-1, -1, 0], 1)
+    with pytest.raises(TheoryError, match="row 0 sums to"):
+        llr_law([[0.5, 0.4], [0.5, 0.5]], tree, 3, 0)
+
+
+def test_bad_laws_rejected():
+    with pytest.raises(TheoryError, match=r"values\[1\] = inf is not allowed"):
+        chernoff_exponent([0.0, math.inf], [0.5, 0.5])
+    with pytest.raises(TheoryError, match=r"values\[0\] = nan"):
+        chernoff_exponent([math.nan, 1.0], [0.5, 0.5])
+    with pytest.raises(TheoryError, match="probs sums to 0.9"):
+        pairwise_error_exact([1.0, -1.0], [0.5, 0.4], 3)
+    with pytest.raises(TheoryError, match=r"probs\[0\] = -0.1"):
+        chernoff_exponent([1.0, -1.0], [-0.1, 1.1])
+    with pytest.raises(TheoryError, match="one length"):
+        chernoff_exponent([1.0, -1.0, 0.0], [0.5, 0.5])
+    with pytest.raises(TheoryError, match="L must be an integer >= 0"):
+        pairwise_error_exact([1.0, -1.0], [0.5, 0.5], -1)
+    with pytest.raises(TheoryError, match="L must be an integer"):
+        pairwise_error_exact([1.0, -1.0], [0.5, 0.5], True)
+    with pytest.raises(TheoryError, match="unknown method"):
+        pairwise_error_exact([1.0, -1.0], [0.5, 0.5], 3, method="fft")
+    with pytest.raises(TheoryError, match="MAX_COMPOSITIONS"):
+        pairwise_error_exact(np.linspace(-1, 0.5, 19), np.full(19, 1 / 19), 60, method="multinomial")
+    with pytest.raises(TheoryError, match=r"t\* = 0"):
+        bahadur_rao_prefactor([1.0, -0.5], [0.5, 0.5], 10)
+    with pytest.raises(TheoryError, match=r"t\* = inf"):
+        bahadur_rao_log_error([-1.0, 0.0], [0.5, 0.5], 10)
+    with pytest.raises(TheoryError, match="L must be an integer >= 1"):
+        bahadur_rao_prefactor([1.0, -2.0], [0.3, 0.7], 0)
