@@ -111,7 +111,7 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         results.append(res)
     note = ""
     if not tiers:
-        note = f"not run in profile {config.profile!r}; decided by profile {claim.decided_by!r}"
+        note = claim.pending or f"not run in profile {config.profile!r}; decided by profile {claim.decided_by!r}"
     return ClaimResult(
         id=claim.id, title=claim.title, paper=claim.source.paper, source=claim.source.cite(),
         statement=claim.statement, tiers_supported=list(claim.tiers), decided_by=claim.decided_by,

@@ -2,15 +2,16 @@
 
 numpy, scipy and sympy only: no torch, no global random state, no I/O. Every function
 is a function of ``(pi, tree, root law[, prior])`` or of a joint pmf, with the convention
-and the paper's equation in its docstring. Conventions: ``shared/CLAIMS.md`` and
-:mod:`theory.conventions`.
+and the paper's equation in its docstring. Conventions: ``shared/CLAIMS.md``.
+Submodules not re-exported here (so ``import theory`` stays light): ``theory.symbolic``
+(sympy derivations) and ``theory.strategies`` (public hypothesis strategies).
 """
 from .errors import TheoryError
 from .structures import CausalTree
 from .markov import validate_stochastic, validate_prob_vector, stationary, closed_classes
 from .joint import marginal, marginals, pairwise_joint, all_pairwise_joints, channel, sequence_pmf
 from .information import f_divergence, mutual_information, entropy
-from .contraction import dobrushin, eta_chi2, eta_kl, EtaKL
+from .contraction import dobrushin, eta_chi2, eta_kl, EtaKL, contraction_report
 from .bma import (
     bma_log_scores,
     bma_posterior,
@@ -20,8 +21,17 @@ from .bma import (
     recursive_trees,
 )
 from .gradients import nichani_gradient_signal, wei_gradient_at_zero, wei_chi2_signal
-from .largedev import chernoff_exponent, llr_law, pairwise_error_exact
-from .continuous import gaussian_bma_constants, gaussian_bma_logits, bilinear_logits
+from .largedev import (
+    ChernoffResult,
+    MapErrorExponent,
+    bahadur_rao_log_error,
+    bahadur_rao_prefactor,
+    chernoff_exponent,
+    llr_law,
+    map_error_exponent,
+    pairwise_error_exact,
+)
+from .continuous import gaussian_bma_constants, gaussian_bma_logits, gaussian_bma_posterior, bilinear_logits
 
 __all__ = [
     "TheoryError",
@@ -43,6 +53,7 @@ __all__ = [
     "eta_chi2",
     "eta_kl",
     "EtaKL",
+    "contraction_report",
     "bma_log_scores",
     "bma_posterior",
     "bma_posterior_bruteforce",
@@ -52,10 +63,16 @@ __all__ = [
     "nichani_gradient_signal",
     "wei_gradient_at_zero",
     "wei_chi2_signal",
+    "ChernoffResult",
+    "MapErrorExponent",
+    "bahadur_rao_log_error",
+    "bahadur_rao_prefactor",
     "chernoff_exponent",
     "llr_law",
+    "map_error_exponent",
     "pairwise_error_exact",
     "gaussian_bma_constants",
     "gaussian_bma_logits",
+    "gaussian_bma_posterior",
     "bilinear_logits",
 ]

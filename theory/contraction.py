@@ -10,8 +10,9 @@ A channel ``K[x, y] = P(y | x)`` is row-stochastic, possibly rectangular; an inp
 
 They are bracketed by ``eta_chi2(K, p) <= eta_KL(K, p) <= eta_TV(K)`` (Ahlswede & Gacs 1976
 for the left, Cohen, Iwasa, Rautu, Ruskai, Seneta & Zbaganu 1993 for the right; Polyanskiy &
-Wu, *Information Theory*, ch. 33 "strong data processing"), which is how W Lemma 3 (strong DPI) is certified numerically: ``eta_KL`` has
-no closed form, so :func:`eta_kl` returns a guaranteed bracket and the best value found.
+Wu, *Information Theory*, ch. 33 "strong data processing"), which is how W Lemma 3 (strong DPI)
+is certified numerically: ``eta_KL`` has no closed form, so :func:`eta_kl` returns a guaranteed
+bracket and the best value found.
 """
 from __future__ import annotations
 
@@ -319,7 +320,8 @@ def eta_kl(K, p, *, restarts: int = 16, seed: int = 0) -> EtaKL:
     lower = max(chi2, best["ratio"])
     # A ratio can exceed the Dobrushin bound only by round-off (each term is accurate to ~1e-15).
     if lower > upper + 1e-9:
-        raise TheoryError(f"internal error: KL ratio {lower!r} exceeds the Dobrushin bound {upper!r}; please report K and p")
+        raise TheoryError(
+            f"internal error: KL ratio {lower!r} exceeds the Dobrushin bound {upper!r}; please report K and p")
     lower = min(lower, upper)
     source = "eta_chi2 (limit q -> p)" if chi2 >= best["ratio"] else best["start"]
     method = (f"max of eta_chi2 and the KL ratios at {m} vertices and {best['n_starts']} optimiser starts "

@@ -56,8 +56,8 @@ def _merge_sorted(values: np.ndarray, logp: np.ndarray, tol: float) -> tuple[np.
     if values.size == 0:
         return values, logp
     finite = np.isfinite(values)
-    gaps = np.diff(values)
     with np.errstate(invalid="ignore"):  # -inf - -inf
+        gaps = np.diff(values)
         new_group = np.ones(values.size, dtype=bool)
         new_group[1:] = ~((gaps <= tol) | (~finite[1:] & ~finite[:-1]))
     starts = np.flatnonzero(new_group)
@@ -108,9 +108,9 @@ def llr_law(pi, tree, h: int, competitor: int, root=None) -> tuple[np.ndarray, n
         raise TheoryError(f"competitor {competitor} is the true parent of h = {h}; pick h' != parent(h)")
     joint = pairwise_joint(pi, tree, competitor, pa, root=root)  # (d, d): [a, b]
     triple = joint[:, :, None] * pi[None, :, :]  # (d, d, d): [a, b, c]
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # -inf - -inf only where the mass is 0
         logpi = np.log(pi)
-    z = logpi[:, None, :] - logpi[None, :, :]  # [a, b, c] = log pi[a, c] - log pi[b, c]
+        z = logpi[:, None, :] - logpi[None, :, :]  # [a, b, c] = log pi[a, c] - log pi[b, c]
     mask = triple > 0  # atoms with positive mass have pi[b, c] > 0, so z is never nan or +inf
     vals, probs = z[mask], triple[mask]
     # Exact ties: a == b gives 0 whatever the round-off of log pi.
@@ -134,7 +134,8 @@ def _validate_law(values, probs) -> tuple[np.ndarray, np.ndarray]:
     except (TypeError, ValueError) as exc:
         raise TheoryError(f"values and probs must be arrays of numbers: {exc}") from None
     if v.ndim != 1 or p.ndim != 1 or v.size == 0 or v.shape != p.shape:
-        raise TheoryError(f"values and probs must be non-empty 1-d arrays of one length, got shapes {v.shape} and {p.shape}")
+        raise TheoryError(
+            f"values and probs must be non-empty 1-d arrays of one length, got shapes {v.shape} and {p.shape}")
     bad = np.flatnonzero(np.isnan(v) | (v == np.inf))
     if bad.size:
         raise TheoryError(f"values[{bad[0]}] = {v[bad[0]]} is not allowed (finite values or -inf only)")

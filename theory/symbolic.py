@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable
 
 import sympy as sp
 
@@ -192,7 +192,8 @@ def derive_w_l1(d: int = 2, H: int = 3, L: int = 2, contexts=None, *,
          "checks": str(n_checks), "prefix_checks": str(n_prefix)},
         f"exact Bayes over all {len(trees)} recursive trees on {H} nodes with symbolic pi and root law equals "
         f"the closed form for {len(contexts)} contexts and every h in 1..{H - 1} ({n_checks} identities)"
-        + (f"; conditioning on each of the target prefixes leaves it unchanged ({n_prefix} prefixes)" if check_prefix else ""))
+        + (f"; conditioning on each of the target prefixes leaves it unchanged ({n_prefix} prefixes)"
+           if check_prefix else ""))
 
 
 # ----------------------------------------------------------------------------- W Proposition 1
@@ -513,7 +514,8 @@ def derive_dpi_binary(kind: str = "chi2") -> SymbolicResult:
         })
         residual = "0" if holds else str(next(r for r in residuals if not r.is_zero).as_expr())
         detail = ("TV DPI for binary x -> y -> z proved symbolically: I_TV(x;z) = |lambda2| I_TV(x;y) <= I_TV(x;y) "
-                  "since 1 - lambda2^2 = (c+e)(2-c-e) >= 0; I_TV(y;z) - I_TV(x;z) = 2|lambda2|(y0 y1 - |lambda1| px0 px1) "
+                  "since 1 - lambda2^2 = (c+e)(2-c-e) >= 0; "
+                  "I_TV(y;z) - I_TV(x;z) = 2|lambda2|(y0 y1 - |lambda1| px0 px1) "
                   ">= 0 by the two sign-case certificates (every term non-negative on [0,1]^5 in its case).")
         return SymbolicResult("W.L2 (binary DPI, tv)", bool(holds), residual, consts, detail)
 

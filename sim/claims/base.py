@@ -75,6 +75,8 @@ class Claim:
     params: Mapping[str, Any] = field(default_factory=dict)
     prior_dependent: bool = False
     figures: tuple[str, ...] = ()
+    #: Said in the report when no tier runs in the active profile (e.g. why, and where it is decided).
+    pending: str = ""
 
     def __post_init__(self):
         unknown = set(self.checks) - set(TIERS)
