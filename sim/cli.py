@@ -134,7 +134,7 @@ def _cmd_list(args) -> int:
     rows = [("id", "source", "tiers", "decided by", "last verdict", "title")]
     for c in claims.all_claims():
         lv = last.get(c.id)
-        rows.append((c.id, c.source.cite(), ",".join(c.tiers), c.decided_by,
+        rows.append((c.id, c.source.cite(), ",".join(c.tiers) or "(pending)", c.decided_by,
                      f"{lv[0]} ({lv[1]})" if lv else "—", c.title))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for k, r in enumerate(rows):

@@ -302,7 +302,7 @@ def _logsumexp(a: np.ndarray) -> float:
     return float(top + np.log(np.exp(a - top).sum()))
 
 
-def bma_posterior_bruteforce(context, pi, h: int, root=None, target_prefix=None) -> np.ndarray:
+def bma_posterior_bruteforce(context, pi, h: int, root=None, target_prefix=None, parent_prior=None) -> np.ndarray:
     """Exact Bayes posterior of ``pa(h)`` by summing over every recursive tree (oracle for W Lemma 1).
 
     ``P(pa(h) = h' | data) = sum_{G: pa_G(h) = h'} P(data | G) / sum_G P(data | G)`` with a
@@ -323,6 +323,10 @@ def bma_posterior_bruteforce(context, pi, h: int, root=None, target_prefix=None)
     root : None or array_like, shape (d,)
         Root law ``nu``; ``None`` = stationary law of ``pi``.
     target_prefix : None or array_like of int, length ``>= h``
+    parent_prior : None or array_like, shape (H, H)
+        Independent parent priors ``q[k, j] = P(pa(k) = j)`` (rows ``k >= 1`` summing to 1 over
+        ``j < k``); ``None`` is W's uniform prior. A non-uniform prior is how a test breaks
+        W Lemma 1's assumption: the closed form then no longer equals the posterior.
 
     Returns
     -------
@@ -348,6 +352,8 @@ def bma_posterior_bruteforce(context, pi, h: int, root=None, target_prefix=None)
     child = ctx[:, None, 1:]  # (L, 1, H-1)
     par_tok = ctx[:, trees[:, 1:]]  # (L, G, H-1)
     loglik = logpi[par_tok, child].sum(axis=(0, 2)) + lognu[ctx[:, 0]].sum()
+    if parent_prior is not None:
+        loglik = loglik + _tree_log_prior(parent_prior, trees, H)
     if target_prefix is not None:
         pre = _validate_prefix(target_prefix, d, h)
         loglik = loglik + lognu[pre[0]]
@@ -359,6 +365,22 @@ def bma_posterior_bruteforce(context, pi, h: int, root=None, target_prefix=None)
             f"the data have probability 0 under pi for every recursive tree on {H} nodes, "
             f"so the posterior of pa({h}) is undefined")
     return np.array([math.exp(_logsumexp(loglik[trees[:, h] == c]) - total) for c in range(h)])
+
+
+def _tree_log_prior(parent_prior, trees: np.ndarray, H: int) -> np.ndarray:
+    """``sum_k log q[k, pa(k)]`` for every tree, from a validated independent parent prior."""
+    q = np.asarray(parent_prior, dtype=np.float64)
+    if q.shape != (H, H):
+        raise TheoryError(f"parent_prior must have shape ({H}, {H}), got {q.shape}")
+    for k in range(1, H):
+        row = q[k, :k]
+        if not np.all(np.isfinite(row)) or np.any(row < 0) or abs(row.sum() - 1) > 1e-8:
+            raise TheoryError(f"parent_prior row {k} must be a probability vector over 0..{k - 1}, got {row.tolist()}")
+        if np.any(q[k, k:] != 0):
+            raise TheoryError(f"parent_prior row {k} puts mass on positions >= {k}")
+    with np.errstate(divide="ignore"):
+        logq = np.log(q)
+    return logq[np.arange(1, H)[None, :], trees[:, 1:]].sum(axis=1)
 
 
 # -- W Lemma 4 ------------------------------------------------------------------------------

@@ -214,8 +214,14 @@ def summarize_instances(tier: str, checks: Sequence[InstanceCheck], assumption_n
             without = (f"held on all {len(broken)} instances that break an assumption "
                        "(the assumption did not look necessary on these inputs)")
     verdict = tier_verdict(assumptions, conclusion)
-    margins = [c.margin for c in (good or broken)]
-    summary = f"{what}: {conclusion.value} on {len(good or broken)} instances (smallest margin {min(margins):.3g})"
+    judged = good or broken
+    n_viol = sum(c.outcome is Outcome.VIOLATED for c in judged)
+    summary = (f"{what}: {conclusion.value} — {n_viol} of {len(judged)} instances violate "
+               f"(smallest margin {min(c.margin for c in judged):.3g})")
+    if broken and good:
+        summary += f"; {len(broken)} further instances break an assumption"
+    elif broken:
+        summary += " — every instance breaks an assumption"
     return TierResult(tier=tier, verdict=verdict, conclusion=conclusion, summary=summary,
                       assumptions=assumptions, numbers=list(numbers), counterexample=counterexample,
                       conclusion_without_assumptions=without,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 
 _ORDER = ("W.L1", "W.T1", "W.P1", "W.L2", "W.L3", "W.L4", "W.T2", "W.T3", "W.P2", "W.E1", "W.E2")
-_SUBMODULES = ("bma", "information", "dynamics", "continuous", "trained")
+_SUBMODULES = ("bma", "construction", "information", "identifiability", "dynamics", "continuous", "trained")
 
 
 def _collect():

@@ -170,4 +170,103 @@ W_L1 = Claim(
     prior_dependent=True,
 )
 
-CLAIMS = [W_L1]
+
+
+# ------------------------------------------------------------------ W.P1 (shift invariance) --
+def _scores(keys, queries, M):
+    """Layer-2 scores ``s[h'] = sum_l k_h'^l M q^l`` for keys ``(L, n, d)`` and queries ``(L, d)``."""
+    return np.einsum("lnd,de,le->n", keys, M, queries)
+
+
+def _softmax(v):
+    e = np.exp(v - v.max())
+    return e / e.sum()
+
+
+def _shifted(W, vec, shift):
+    """``W + 1 a^T`` (column shift: ``W[s, t] + a[t]``) or ``W + b 1^T`` (row shift)."""
+    return W + (vec[None, :] if shift == "column" else vec[:, None])
+
+
+def _w_p1_exact(ctx: Context) -> TierResult:
+    s = ctx.settings
+    shift = ctx.params["shift"]
+    rng_w, rng_x = ctx.rng("W"), ctx.rng("tokens")
+    inputs = s.get("inputs", "one-hot")
+    checks, row_change = [], 0.0
+    for k in range(s["n_instances"]):
+        d, L, n = int(rng_w.integers(2, 7)), int(rng_w.integers(1, 6)), int(rng_w.integers(2, 8))
+        W, vec, other = rng_w.normal(size=(d, d)), rng_w.normal(size=d) * 3, rng_w.normal(size=d) * 3
+        if inputs == "one-hot":
+            keys = np.eye(d)[rng_x.integers(0, d, size=(L, n))]  # (L, n, d)
+            queries = np.eye(d)[rng_x.integers(0, d, size=L)]  # (L, d)
+        else:  # continuous inputs: candidates no longer sum to 1 (breaks the assumption)
+            keys, queries = rng_x.normal(size=(L, n, d)), rng_x.normal(size=(L, d))
+        base = _softmax(_scores(keys, queries, W))
+        moved = _softmax(_scores(keys, queries, _shifted(W, vec, shift)))
+        err = float(np.abs(base - moved).max())
+        row_change = max(row_change, float(np.abs(base - _softmax(
+            _scores(keys, queries, _shifted(W, other, "row" if shift == "column" else "column")))).max()))
+        sums_to_one = bool(np.allclose(keys.sum(axis=-1), 1.0))
+        out = Outcome.HELD if err <= 1e-12 else Outcome.VIOLATED
+        checks.append(InstanceCheck(
+            assumptions={"every candidate's input sums to 1 (one-hot tokens)": sums_to_one}, outcome=out,
+            margin=1e-12 - err,
+            record={"W": record_matrix(W), f"{shift} shift": vec.tolist(), "keys (L, n, d)": keys.tolist(),
+                    "queries (L, d)": queries.tolist(), "attention with W": base.tolist(),
+                    "attention with shifted W": moved.tolist(), "max |difference|": err}))
+    numbers = [Number(f"max change of the attention under the {'row' if shift == 'column' else 'column'} "
+                      "shift (the other shift)", row_change,
+                      note="a row shift must change it (W.P1's 'in general'): > 0")]
+    res = summarize_instances("exact", checks, ["every candidate's input sums to 1 (one-hot tokens)"],
+                              what=f"softmax over h' unchanged by the {shift} shift", numbers=numbers)
+    if shift == "column":  # the 'row shift does not' half
+        moved_ok = row_change > 1e-3
+        res.readings.append({"name": "a row shift b 1^T changes the attention in general",
+                             "verdict": "PASS" if moved_ok else "FAIL",
+                             "detail": f"largest change over {len(checks)} random instances: {row_change:.3g}"})
+        if not moved_ok and res.conclusion is Outcome.HELD:
+            res.conclusion, res.verdict = Outcome.VIOLATED, tier_verdict(res.assumptions, Outcome.VIOLATED)
+    return res
+
+
+def _w_p1_symbolic(ctx: Context) -> TierResult:
+    from theory.symbolic import derive_w_p1
+
+    shift = ctx.params["shift"]
+    res = derive_w_p1(claim=shift)
+    out = Outcome.HELD if res.holds else Outcome.VIOLATED
+    cex = None if res.holds else {"derivation": res.name, "claimed invariant shift": shift,
+                                  "counterexample": res.constants.get("row_shift_counterexample"),
+                                  "numeric": res.constants.get("row_shift_numeric"),
+                                  "residual": res.constants.get("row_shift_residual", res.residual)}
+    readings = [{"name": "column shift W + 1 a^T leaves the softmax unchanged",
+                 "verdict": "PASS" if res.constants.get("column_shift_invariant") == "True" else "FAIL",
+                 "detail": "common gain " + str(res.constants.get("column_shift_common_gain"))},
+                {"name": "row shift W + b 1^T does not",
+                 "verdict": "PASS" if res.constants.get("row_shift_invariant") == "False" else "FAIL",
+                 "detail": str(res.constants.get("row_shift_numeric"))}]
+    return TierResult("symbolic", tier_verdict([], out), out, f"{res.name}: claimed invariant under the {shift} "
+                      f"shift; {'holds' if res.holds else 'does not hold'} symbolically",
+                      counterexample=cex, readings=readings,
+                      numbers=[Number("identity holds symbolically", float(bool(res.holds)), kind="symbolic")])
+
+
+W_P1 = Claim(
+    id="W.P1",
+    title="Column shifts of W leave layer-2 attention unchanged; row shifts do not",
+    source=Source("W", "Proposition 1", "W_tf = log pi + 1 a^T => sigma(sum_l x_{1:h-1}^lT W_tf x_h^l) = "
+                  "sigma(sum_l x_{1:h-1}^lT log pi x_h^l)"),
+    statement=("For layer-2 scores s_h' = sum_l x_h'^lT W x_h^l with one-hot tokens, W + 1 a^T (a column shift, "
+               "W[s, t] + a[t]) gives the same softmax over candidates h' for every a (each candidate gains the "
+               "same sum_l a[x_h^l]); a row shift W + b 1^T changes it in general. Hence learned W is compared "
+               "with log pi by column softmax. Symbolic for d = 3, L = 2, 3 candidates; exact on random W, shifts "
+               "and contexts (tolerance 1e-12)."),
+    assumptions=("every candidate's input sums to 1 (one-hot tokens)",),
+    checks={"symbolic": _w_p1_symbolic, "exact": _w_p1_exact},
+    settings={p: {"tiers": ("symbolic", "exact"), "n_instances": n} for p, n in
+              (("quick", 200), ("standard", 2000), ("paper", 10000))},
+    params={"shift": "column"},
+)
+
+CLAIMS = [W_L1, W_P1]

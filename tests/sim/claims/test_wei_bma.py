@@ -1,0 +1,69 @@
+"""W.L1 (BMA closed form) and W.P1 (column-shift invariance): pass, wrong variants FAIL with a
+counterexample, broken assumptions give ASSUMPTION_UNMET."""
+import numpy as np
+
+from sim.claims import get
+from sim.verdict import Verdict
+from theory import bma_posterior
+
+SMALL_L1 = dict(n_matrices=1, dims=(2, 3), H=5, L=(1, 4), max_d=3, max_H=5, max_examples=25)
+
+
+def _transposed(context, pi, h):
+    """A wrong closed form: log pi(x_h' | x_h) instead of log pi(x_h | x_h')."""
+    pt = (pi.T + 1e-3) / (pi.T + 1e-3).sum(axis=1, keepdims=True)
+    return bma_posterior(context, pt, h)
+
+
+def test_w_l1_passes(run_claim):
+    res = run_claim(get("W.L1"), **SMALL_L1)
+    assert res.verdict is Verdict.PASS, [(t.tier, t.summary) for t in res.tiers]
+    exact = next(t for t in res.tiers if t.tier == "exact")
+    assert exact.numbers[0].value <= 1e-10
+
+
+def test_w_l1_wrong_closed_form_fails_with_counterexample(run_claim):
+    res = run_claim(get("W.L1").variant(closed_form=_transposed), tiers=("exact", "property"), **SMALL_L1)
+    assert res.verdict is Verdict.FAIL
+    for t in res.tiers:
+        assert t.verdict is Verdict.FAIL
+        cex = t.counterexample
+        assert cex["pi"] and cex["context"] and cex["max_abs_diff"] > 1e-10
+        # the counterexample re-checks by hand: the true posterior differs from the reported closed form
+        assert np.allclose(bma_posterior(np.array(cex["context"]), np.array(cex["pi"]), cex["h"]),
+                           cex["brute_force"], atol=1e-10)
+
+
+def test_w_l1_symbolic_wrong_closed_form_fails(run_claim):
+    import sympy
+
+    def transposed(pi, context, h):  # the injected symbolic closed form: wrong argument order
+        return [sympy.Mul(*[pi[row[h]][row[c]] for row in context]) for c in range(h)]
+
+    res = run_claim(get("W.L1").variant(symbolic_closed_form=transposed), tiers=("symbolic",))
+    assert res.verdict is Verdict.FAIL and res.tiers[0].counterexample
+
+
+def test_w_l1_non_uniform_parent_prior_is_assumption_unmet(run_claim):
+    res = run_claim(get("W.L1"), tiers=("exact",), parent_prior="recency", **SMALL_L1)
+    assert res.verdict is Verdict.ASSUMPTION_UNMET
+    assert "looks necessary" in res.tiers[0].conclusion_without_assumptions
+
+
+def test_w_p1_passes_and_row_shift_moves_attention(run_claim):
+    res = run_claim(get("W.P1"), n_instances=50)
+    assert res.verdict is Verdict.PASS
+    exact = next(t for t in res.tiers if t.tier == "exact")
+    assert exact.readings[0]["verdict"] == "PASS"
+
+
+def test_w_p1_claiming_row_shift_invariance_fails(run_claim):
+    res = run_claim(get("W.P1").variant(shift="row"), n_instances=50)
+    assert res.verdict is Verdict.FAIL
+    assert all(t.counterexample for t in res.tiers)
+
+
+def test_w_p1_continuous_inputs_break_the_assumption(run_claim):
+    res = run_claim(get("W.P1"), tiers=("exact",), n_instances=50, inputs="continuous")
+    assert res.verdict is Verdict.ASSUMPTION_UNMET
+    assert "looks necessary" in res.tiers[0].conclusion_without_assumptions
