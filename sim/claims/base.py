@@ -273,22 +273,63 @@ def crash_result(tier: str, exc: BaseException) -> TierResult:
 
 
 def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], record: Callable[[Any], dict], *,
-                  what: str, assumptions: Sequence[Assumption] = ()) -> TierResult:
-    """Run the property tier: search ``strategy`` (inputs that meet the assumptions, by
-    construction) for a violation of the conclusion, and report the shrunk counterexample."""
+                  what: str, assumptions: Sequence[Assumption] = (),
+                  assumptions_of: Callable[[Any], Mapping[str, bool]] | None = None) -> TierResult:
+    """Run the property tier: search ``strategy`` for a violation of the conclusion and report
+    the shrunk counterexample.
+
+    By default the strategy draws inputs that meet the assumptions by construction. When
+    the inputs come from a user's prior they may not: pass ``assumptions_of(example) ->
+    {name: holds}``. Then ``violates`` is evaluated on every draw (on assumption-breaking
+    draws it should test what the conclusion still claims there), and the result says
+    which assumptions failed on the draws and whether a counterexample was found on them
+    — i.e. whether the assumption looks necessary or removable for this prior.
+    """
     seed = ctx.seed_for("property")
     n_max = int(ctx.settings.get("max_examples", 100))
-    example, tried = search_counterexample(strategy, violates, max_examples=n_max, seed=seed)
-    searched = Number("examples searched", tried, kind="property", seed=seed, note=f"budget {n_max}")
-    if example is None:
-        outcome = Outcome.HELD
-        return TierResult("property", tier_verdict(assumptions, outcome), outcome,
-                          f"{what}: no counterexample in {tried} hypothesis examples", numbers=[searched],
-                          assumptions=list(assumptions))
-    outcome = Outcome.VIOLATED
-    return TierResult("property", tier_verdict(assumptions, outcome), outcome,
-                      f"{what}: hypothesis found a counterexample after {tried} examples (shrunk)",
-                      numbers=[searched], counterexample=record(example), assumptions=list(assumptions))
+    failed: dict[str, int] = {}
+    drawn = 0
+
+    def watched(example):
+        nonlocal drawn
+        if assumptions_of is not None:
+            drawn += 1
+            for name, ok in assumptions_of(example).items():
+                failed.setdefault(name, 0)
+                failed[name] += not ok
+        return violates(example)
+
+    example, tried = search_counterexample(strategy, watched, max_examples=n_max, seed=seed)
+    searched = Number("examples evaluated (search and shrinking)", tried, kind="property", seed=seed,
+                      note=f"budget {n_max} generated examples")
+    found_assumptions = list(assumptions)
+    if assumptions_of is not None:
+        found_assumptions += [Assumption(name, holds=(bad == 0),
+                                         detail=f"held on all {drawn} draws" if bad == 0 else
+                                         f"failed on {bad} of {drawn} draws") for name, bad in failed.items()]
+    broken_on_example = None
+    if example is not None and assumptions_of is not None:
+        broken_on_example = [k for k, ok in assumptions_of(example).items() if not ok]
+    outcome = Outcome.HELD if example is None else Outcome.VIOLATED
+    if example is not None and broken_on_example:
+        # The counterexample breaks an assumption: evidence the assumption is needed, not a FAIL.
+        res = TierResult("property", Verdict.ASSUMPTION_UNMET, outcome,
+                         f"{what}: counterexample found after {tried} evaluations on an input that breaks "
+                         f"{', '.join(broken_on_example)}", numbers=[searched], counterexample=record(example),
+                         assumptions=found_assumptions,
+                         conclusion_without_assumptions=(
+                             f"violated: the smallest counterexample found breaks {', '.join(broken_on_example)} "
+                             "(the assumption looks necessary)"))
+        return res
+    verdict = tier_verdict(found_assumptions, outcome)
+    summary = (f"{what}: no counterexample in {tried} evaluations" if example is None else
+               f"{what}: hypothesis found a counterexample after {tried} evaluations (shrunk)")
+    res = TierResult("property", verdict, outcome, summary, numbers=[searched],
+                     counterexample=None if example is None else record(example), assumptions=found_assumptions)
+    if verdict is Verdict.ASSUMPTION_UNMET and example is None:
+        res.conclusion_without_assumptions = (f"no counterexample within the budget of {n_max} examples "
+                                              "(the assumption did not look necessary for this prior)")
+    return res
 
 
 def matrices_strategy(ctx: "Context", d_strategy, *, min_entry_fraction=None):

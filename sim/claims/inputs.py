@@ -17,7 +17,7 @@ from theory.markov import closed_classes
 from ..priors import Dirichlet, Floor, Prior
 from ..sampling import random_recursive_parents
 
-__all__ = ["Instance", "prior_for", "draw_matrices", "w_instances", "root_laws", "record_matrix", "DEFAULT_W_PRIOR"]
+__all__ = ["Instance", "default_root", "prior_for", "draw_matrices", "w_instances", "root_laws", "record_matrix", "DEFAULT_W_PRIOR"]
 
 #: W's default input: Dirichlet(1) rows floored at gamma/d (meets W Lemma 3's minorisation).
 DEFAULT_W_PRIOR = Floor(Dirichlet(1.0), gamma=0.2)
@@ -36,6 +36,11 @@ def draw_matrices(ctx, n: int, d: int, default: Prior = DEFAULT_W_PRIOR) -> np.n
 def record_matrix(pi: np.ndarray) -> list[list[float]]:
     """Full-precision nested lists (JSON floats round-trip exactly) for counterexamples."""
     return [[float(v) for v in row] for row in np.asarray(pi)]
+
+
+def default_root(pi: np.ndarray) -> np.ndarray | None:
+    """The stationary law (``None``) when it is unique, else the uniform law (said in records)."""
+    return None if len(closed_classes(pi)) == 1 else np.full(pi.shape[0], 1.0 / pi.shape[0])
 
 
 def root_laws(pi: np.ndarray, which: Sequence[str]) -> list[tuple[str, np.ndarray | None]]:

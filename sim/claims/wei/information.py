@@ -8,10 +8,9 @@ from theory import channel, dobrushin, eta_chi2, eta_kl, expected_loglik, margin
 from theory.information import KINDS
 
 from ...verdict import Number, Outcome, TierResult, compare, tier_verdict
-from ..base import (Claim, Context, InstanceCheck, Source, matrices_strategy, property_tier, search_counterexample,
-                   summarize_instances)
+from ..base import Claim, Context, InstanceCheck, Source, matrices_strategy, property_tier, summarize_instances
 from ...priors import Dirichlet, Sparse
-from ..inputs import record_matrix, w_instances
+from ..inputs import default_root, record_matrix, w_instances
 
 ROUNDOFF = 1e-12
 
@@ -85,53 +84,40 @@ def _w_l2_exact(ctx: Context) -> TierResult:
 def _w_l2_property(ctx: Context) -> TierResult:
     from hypothesis import strategies as st
 
-    from theory.strategies import causal_trees, stochastic_matrices
+    from theory.strategies import causal_trees
 
     s = ctx.settings
     factor = ctx.params["factor"]
 
     @st.composite
     def cases(draw):
-        d = draw(st.integers(2, s["max_d"]))
-        pi = draw(ctx.prior.bind(d).strategy() if ctx.prior is not None and ctx.prior.d is None
-                  else ctx.prior.strategy() if ctx.prior is not None else stochastic_matrices(d))
+        pi = draw(matrices_strategy(ctx, st.integers(2, s["max_d"])))
         tree = draw(causal_trees(draw(st.integers(3, s["max_H"]))))
         h = draw(st.integers(2, tree.n - 1))
         hp = draw(st.integers(0, h - 1).filter(lambda j: j != tree.parent(h)))
         kind = draw(st.sampled_from(KINDS))
         return pi, tree, h, hp, kind
 
-    def violates(case):
+    def values(case):
         pi, tree, h, hp, kind = case
-        i_hp, i_pa = _dpi_values(_triple_joint(pi, tree, h, hp, None if _has_stationary(pi) else _uniform(pi)))[kind]
+        return _dpi_values(_triple_joint(pi, tree, h, hp, default_root(pi)))[kind]
+
+    def violates(case):
+        i_hp, i_pa = values(case)
         return i_hp > factor * i_pa + ROUNDOFF * max(1.0, i_pa)
 
-    seed = ctx.seed_for("property")
-    example, tried = search_counterexample(cases(), violates, max_examples=s["max_examples"], seed=seed)
-    n = Number("examples searched", tried, kind="property", seed=seed)
-    if example is None:
-        return TierResult("property", tier_verdict([], Outcome.HELD), Outcome.HELD,
-                          f"no counterexample to the DPI in {tried} hypothesis examples", numbers=[n])
-    pi, tree, h, hp, kind = example
-    root = None if _has_stationary(pi) else _uniform(pi)
-    i_hp, i_pa = _dpi_values(_triple_joint(pi, tree, h, hp, root))[kind]
-    cex = {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "h": h, "h_prime": hp, "kind": kind,
-           "root_law": "stationary" if root is None else "uniform",
-           f"I_{kind}(x_h; x_h')": i_hp, f"I_{kind}(x_h; x_pa)": i_pa,
-           "claimed": f"I(x_h; x_h') <= {factor} * I(x_h; x_pa)"}
-    return TierResult("property", tier_verdict([], Outcome.VIOLATED), Outcome.VIOLATED,
-                      f"hypothesis found a counterexample after {tried} examples (shrunk)", numbers=[n],
-                      counterexample=cex)
+    def record(case):
+        pi, tree, h, hp, kind = case
+        i_hp, i_pa = values(case)
+        return {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "h": h, "h_prime": hp, "kind": kind,
+                "root_law": _root_name(pi), f"I_{kind}(x_h; x_h')": i_hp, f"I_{kind}(x_h; x_pa)": i_pa,
+                "claimed": f"I(x_h; x_h') <= {factor} * I(x_h; x_pa)"}
+
+    return property_tier(ctx, cases(), violates, record, what="DPI on the tree")
 
 
-def _has_stationary(pi) -> bool:
-    from theory import closed_classes
-
-    return len(closed_classes(pi)) == 1
-
-
-def _uniform(pi):
-    return np.full(pi.shape[0], 1.0 / pi.shape[0])
+def _root_name(pi) -> str:
+    return "stationary" if default_root(pi) is None else "uniform (stationary law not unique)"
 
 
 def _w_l2_symbolic(ctx: Context) -> TierResult:
@@ -315,22 +301,24 @@ def _w_l3_property(ctx: Context) -> TierResult:
 
     def terms(case):
         pi, tree, h, hp = case
-        return _sdpi_terms(pi, tree, h, hp, None)
+        return _sdpi_terms(pi, tree, h, hp, default_root(pi))
 
-    def violates(case):
-        i_hp, i_pa, gamma, delta = terms(case)
-        if not (gamma > 0 and delta > 0):
-            return False  # the property tier searches inputs that meet the assumptions
-        return _sdpi_check(ctx.params, i_hp, i_pa, gamma, delta)[0] is Outcome.VIOLATED
+    def violates(case):  # on assumption-breaking draws (a user's prior) this tests strict contraction
+        return _sdpi_check(ctx.params, *terms(case))[0] is Outcome.VIOLATED
+
+    def assumptions_of(case):
+        _, _, gamma, delta = terms(case)
+        return {_L3_ASSUMPTIONS[0]: gamma > 0, _L3_ASSUMPTIONS[1]: delta > 0}
 
     def record(case):
         pi, tree, h, hp = case
         i_hp, i_pa, gamma, delta = terms(case)
-        return {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "root_law": "stationary", "h": h,
+        return {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "root_law": _root_name(pi), "h": h,
                 "parent": tree.parent(h), "h_prime": hp, "gamma": gamma, "delta": delta, "I(x_h; x_h')": i_hp,
                 "I(x_h; x_pa)": i_pa, "claimed bound": ctx.params["bound"](delta, gamma)}
 
-    return property_tier(ctx, cases(), violates, record, what="strong DPI with alpha = 1 - delta*gamma")
+    return property_tier(ctx, cases(), violates, record, what="strong DPI with alpha = 1 - delta*gamma",
+                         assumptions_of=assumptions_of if ctx.prior is not None else None)
 
 
 W_L3 = Claim(
@@ -445,18 +433,22 @@ def _w_l4_property(ctx: Context) -> TierResult:
 
     def violates(case):
         pi, tree, h, hp = case
-        diff, i_pa, gamma, delta = _l4_terms(pi, tree, h, hp, None)
-        if not (gamma > 0 and delta > 0 and i_pa > 1e-12):
-            return False
+        diff = _l4_terms(pi, tree, h, hp, default_root(pi))[0]
         return _l4_outcome(ctx.params, diff, strict=True)[0] is Outcome.VIOLATED
+
+    def assumptions_of(case):
+        pi, tree, h, hp = case
+        _, i_pa, gamma, delta = _l4_terms(pi, tree, h, hp, default_root(pi))
+        return {_L4_ASSUMPTIONS[0]: gamma > 0, _L4_ASSUMPTIONS[1]: delta > 0, _L4_ASSUMPTIONS[2]: i_pa > 1e-12}
 
     def record(case):
         pi, tree, h, hp = case
-        diff, i_pa, gamma, delta = _l4_terms(pi, tree, h, hp, None)
-        return {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "root_law": "stationary", "h": h,
+        diff, i_pa, gamma, delta = _l4_terms(pi, tree, h, hp, default_root(pi))
+        return {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "root_law": _root_name(pi), "h": h,
                 "h_prime": hp, "E log pi(x_h|x_pa) - E log pi(x_h|x_h')": diff, "I(x_h; x_pa)": i_pa}
 
-    return property_tier(ctx, cases(), violates, record, what="strict expected log-likelihood gap")
+    return property_tier(ctx, cases(), violates, record, what="strict expected log-likelihood gap",
+                         assumptions_of=assumptions_of if ctx.prior is not None else None)
 
 
 W_L4 = Claim(
