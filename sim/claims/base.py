@@ -289,12 +289,19 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
     n_max = int(ctx.settings.get("max_examples", 100))
     failed: dict[str, int] = {}
     drawn = 0
+    # Without a user's prior the search space is the tool's own: inputs that break an
+    # assumption are skipped (the lemma says nothing about them). With a prior, every draw
+    # counts and the assumption failures are reported.
+    skip_broken = ctx.prior is None
 
     def watched(example):
         nonlocal drawn
         if assumptions_of is not None:
+            status = assumptions_of(example)
+            if skip_broken:
+                return all(status.values()) and violates(example)
             drawn += 1
-            for name, ok in assumptions_of(example).items():
+            for name, ok in status.items():
                 failed.setdefault(name, 0)
                 failed[name] += not ok
         return violates(example)
@@ -303,12 +310,12 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
     searched = Number("examples evaluated (search and shrinking)", tried, kind="property", seed=seed,
                       note=f"budget {n_max} generated examples")
     found_assumptions = list(assumptions)
-    if assumptions_of is not None:
+    if assumptions_of is not None and not skip_broken:
         found_assumptions += [Assumption(name, holds=(bad == 0),
                                          detail=f"held on all {drawn} draws" if bad == 0 else
                                          f"failed on {bad} of {drawn} draws") for name, bad in failed.items()]
     broken_on_example = None
-    if example is not None and assumptions_of is not None:
+    if example is not None and assumptions_of is not None and not skip_broken:
         broken_on_example = [k for k, ok in assumptions_of(example).items() if not ok]
     outcome = Outcome.HELD if example is None else Outcome.VIOLATED
     if example is not None and broken_on_example:

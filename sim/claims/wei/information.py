@@ -318,7 +318,7 @@ def _w_l3_property(ctx: Context) -> TierResult:
                 "I(x_h; x_pa)": i_pa, "claimed bound": ctx.params["bound"](delta, gamma)}
 
     return property_tier(ctx, cases(), violates, record, what="strong DPI with alpha = 1 - delta*gamma",
-                         assumptions_of=assumptions_of if ctx.prior is not None else None)
+                         assumptions_of=assumptions_of)
 
 
 W_L3 = Claim(
@@ -448,7 +448,7 @@ def _w_l4_property(ctx: Context) -> TierResult:
                 "h_prime": hp, "E log pi(x_h|x_pa) - E log pi(x_h|x_h')": diff, "I(x_h; x_pa)": i_pa}
 
     return property_tier(ctx, cases(), violates, record, what="strict expected log-likelihood gap",
-                         assumptions_of=assumptions_of if ctx.prior is not None else None)
+                         assumptions_of=assumptions_of)
 
 
 W_L4 = Claim(
