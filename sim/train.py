@@ -1,0 +1,238 @@
+"""Training: Adam or plain gradient descent, one or several stages, on CPU or CUDA.
+
+The loop is deliberately small: a model with a ``loss(batch) -> scalar`` method, a
+``sample(generator, step) -> batch`` function that draws fresh data (the papers train on
+fresh samples every step), and a :class:`TrainConfig`. Stages train named parameter
+groups in turn (N's two-stage gradient descent: stage 1 trains ``A1`` with ``A2`` frozen,
+stage 2 trains ``A2``). Every ``log_every`` steps the loss is logged next to the
+Bayes-optimal loss when a baseline is given, and optional probes record mechanism
+readouts (time to mechanism). Checkpoints carry their config and every RNG state, so a
+killed run resumes to the same parameters.
+
+Randomness is split by purpose: ``init`` for parameters (used by the caller building the
+model), ``data`` for the batches; both come from the claim's seeds.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+__all__ = ["Stage", "TrainConfig", "TrainLog", "train", "make_generator"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Train the parameters whose names start with any of ``params`` (all if empty)."""
+
+    steps: int
+    lr: float
+    params: tuple[str, ...] = ()
+    optimizer: str = "adam"  # adam | sgd (plain gradient descent)
+    schedule: str = "constant"  # constant | cosine
+    weight_decay: float = 0.0
+
+    def __post_init__(self):
+        if self.steps < 0:
+            raise ValueError(f"steps must be >= 0, got {self.steps}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {self.optimizer!r}")
+        if self.schedule not in ("constant", "cosine"):
+            raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.schedule!r}")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    stages: tuple[Stage, ...]
+    seed: int = 0
+    log_every: int = 50
+    checkpoint_every: int = 0  # 0: no checkpoints
+    grad_clip: float | None = None
+
+    def __post_init__(self):
+        if not self.stages:
+            raise ValueError("a training config needs at least one stage")
+        if self.log_every < 1:
+            raise ValueError("log_every must be >= 1")
+
+    @property
+    def total_steps(self) -> int:
+        return sum(s.steps for s in self.stages)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class TrainLog:
+    """What a run recorded: one row per log point, plus wall time and where probes crossed."""
+
+    rows: list[dict[str, float]] = field(default_factory=list)
+    seconds: float = 0.0
+    steps: int = 0
+    crossed: dict[str, dict[str, float]] = field(default_factory=dict)  # probe name -> {step, seconds}
+
+    def column(self, name: str) -> list[float]:
+        return [r[name] for r in self.rows if name in r]
+
+
+def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:
+    g = torch.Generator(device=device)
+    g.manual_seed(int(seed) % (2**63))
+    return g
+
+
+def _stage_params(model: torch.nn.Module, stage: Stage) -> list[torch.nn.Parameter]:
+    named = list(model.named_parameters())
+    chosen = [p for n, p in named if not stage.params or any(n.startswith(k) for k in stage.params)]
+    if not chosen:
+        raise ValueError(f"stage trains {stage.params}, but the model's parameters are {[n for n, _ in named]}")
+    return chosen
+
+
+def _optimizer(stage: Stage, params):
+    if stage.optimizer == "adam":
+        return torch.optim.Adam(params, lr=stage.lr, weight_decay=stage.weight_decay)
+    return torch.optim.SGD(params, lr=stage.lr, weight_decay=stage.weight_decay)
+
+
+def _lr_at(stage: Stage, k: int) -> float:
+    if stage.schedule == "cosine" and stage.steps > 0:
+        return stage.lr * 0.5 * (1 + math.cos(math.pi * k / stage.steps))
+    return stage.lr
+
+
+def train(model: torch.nn.Module, sample: Callable[[torch.Generator, int], Any], config: TrainConfig, *,
+          device: str = "cpu", bayes_loss: Callable[[Any], float] | None = None,
+          probes: Mapping[str, Callable[[torch.nn.Module], float]] | None = None,
+          thresholds: Mapping[str, float] | None = None, stop_when_crossed: bool = False,
+          checkpoint: str | os.PathLike | None = None, progress: bool | Callable[[str], None] = False,
+          loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor] | None = None) -> TrainLog:
+    """Train ``model`` in place and return the log.
+
+    Parameters
+    ----------
+    sample : (generator, step) -> batch
+        Draws a fresh batch with the data generator (seeded from ``config.seed``).
+    bayes_loss : batch -> float, optional
+        The Bayes-optimal loss of the same batch, logged beside the model's loss.
+    probes : name -> (model -> float), optional
+        Mechanism readouts, evaluated at every log point (without gradients).
+    thresholds : name -> float, optional
+        The first log point at which ``probes[name] >= thresholds[name]`` is recorded in
+        ``log.crossed`` (step and wall seconds): the time to mechanism.
+    stop_when_crossed : bool
+        End training once every thresholded probe has crossed (for benchmarks).
+    checkpoint : path, optional
+        Saved every ``config.checkpoint_every`` steps and at the end; if it exists when
+        ``train`` starts and its config matches, training resumes from it.
+    progress : bool or callable
+        ``True`` shows a tqdm bar; a callable receives a status line at every log point.
+    """
+    model.to(device)
+    gen = make_generator(config.seed, device)
+    log = TrainLog()
+    start_step = 0
+    ckpt = Path(checkpoint) if checkpoint is not None else None
+    opt_state = None
+    if ckpt is not None and ckpt.exists():
+        state = torch.load(ckpt, map_location=device, weights_only=False)
+        if state["config"] != config.as_dict():
+            raise ValueError(f"checkpoint {ckpt} was written with a different training config")
+        model.load_state_dict(state["model"])
+        gen.set_state(state["generator"].to(gen.get_state().device) if hasattr(state["generator"], "to")
+                      else state["generator"])
+        start_step, opt_state = state["step"], state["optimizer"]
+        log = TrainLog(rows=state["log"]["rows"], seconds=state["log"]["seconds"], steps=state["step"],
+                       crossed=state["log"]["crossed"])
+    total = config.total_steps
+    bar = None
+    if progress is True:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, initial=start_step, unit="step", leave=False, dynamic_ncols=True)
+    t0 = time.perf_counter() - log.seconds
+    step = 0
+    for stage_index, stage in enumerate(config.stages):
+        stage_start = step
+        step += stage.steps
+        if step <= start_step:
+            continue
+        params = _stage_params(model, stage)
+        frozen = [p for p in model.parameters() if all(p is not q for q in params)]
+        for p in frozen:
+            p.requires_grad_(False)
+        for p in params:
+            p.requires_grad_(True)
+        opt = _optimizer(stage, params)
+        if opt_state is not None and opt_state.get("stage") == stage_index:
+            opt.load_state_dict(opt_state["state"])
+        opt_state = None
+        for s in range(max(start_step, stage_start), step):
+            k = s - stage_start
+            for group in opt.param_groups:
+                group["lr"] = _lr_at(stage, k)
+            batch = sample(gen, s)
+            loss = loss_fn(model, batch) if loss_fn is not None else model.loss(batch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+            opt.step()
+            done = s + 1
+            if done % config.log_every == 0 or done == total:
+                row = {"step": done, "loss": float(loss.detach()), "seconds": time.perf_counter() - t0,
+                       "stage": stage_index}
+                if bayes_loss is not None:
+                    row["bayes_loss"] = float(bayes_loss(batch))
+                if probes:
+                    with torch.no_grad():
+                        for name, fn in probes.items():
+                            row[name] = float(fn(model))
+                            thr = (thresholds or {}).get(name)
+                            if thr is not None and name not in log.crossed and row[name] >= thr:
+                                log.crossed[name] = {"step": done, "seconds": row["seconds"]}
+                log.rows.append(row)
+                if bar is not None:
+                    bar.set_postfix_str(f"loss {row['loss']:.4f}", refresh=False)
+                elif callable(progress):
+                    progress(f"step {done}/{total} loss {row['loss']:.4f}")
+            if bar is not None:
+                bar.update(1)
+            if ckpt is not None and config.checkpoint_every and done % config.checkpoint_every == 0:
+                _save(ckpt, model, opt, stage_index, gen, done, config, log, t0)
+            if stop_when_crossed and thresholds and all(n in log.crossed for n in thresholds):
+                step = done
+                break
+        else:
+            for p in frozen:
+                p.requires_grad_(True)
+            continue
+        for p in frozen:
+            p.requires_grad_(True)
+        break
+    if bar is not None:
+        bar.close()
+    log.seconds = time.perf_counter() - t0
+    log.steps = step
+    if ckpt is not None:
+        _save(ckpt, model, None, len(config.stages), gen, step, config, log, t0)
+    return log
+
+
+def _save(path: Path, model, opt, stage_index, gen, step, config, log, t0) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save({"model": model.state_dict(), "config": config.as_dict(), "step": step, "generator": gen.get_state(),
+                "optimizer": None if opt is None else {"stage": stage_index, "state": opt.state_dict()},
+                "log": {"rows": log.rows, "seconds": time.perf_counter() - t0, "crossed": log.crossed}}, tmp)
+    os.replace(tmp, path)
