@@ -16,11 +16,13 @@ from .bma import (
     bma_log_scores,
     bma_posterior,
     bma_posterior_bruteforce,
+    bma_posterior_matrix,
     bma_predictive,
     expected_loglik,
     recursive_trees,
 )
-from .gradients import nichani_gradient_signal, wei_gradient_at_zero, wei_chi2_signal
+from .gradients import nichani_gradient_signal, nichani_parent_chi2, wei_gradient_at_zero, wei_chi2_signal
+from .dirichlet import add_alpha_predictive, bayes_predictive_estimate, dirichlet_row_entropy, edge_counts, exact_bayes_predictive
 from .largedev import (
     ChernoffResult,
     MapErrorExponent,
@@ -57,10 +59,17 @@ __all__ = [
     "bma_log_scores",
     "bma_posterior",
     "bma_posterior_bruteforce",
+    "bma_posterior_matrix",
     "bma_predictive",
     "expected_loglik",
     "recursive_trees",
     "nichani_gradient_signal",
+    "nichani_parent_chi2",
+    "add_alpha_predictive",
+    "bayes_predictive_estimate",
+    "dirichlet_row_entropy",
+    "edge_counts",
+    "exact_bayes_predictive",
     "wei_gradient_at_zero",
     "wei_chi2_signal",
     "ChernoffResult",

@@ -88,7 +88,7 @@ def _validate_context(context, d: int, *, allow_batch: bool, name: str = "contex
         bad[~bad] = arr[~bad] != np.round(arr[~bad])
         if bad.any():
             idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise TheoryError(f"{_where(idx, batched)}: token {arr[idx]!r} is not an integer")
+            raise TheoryError(f"{_where(idx, batched)}: token {arr[idx].item()!r} is not an integer")
         arr = arr.astype(np.int64)
     arr = arr.astype(np.int64, copy=False)
     bad = (arr < 0) | (arr >= d)

@@ -19,6 +19,7 @@ and the posterior predictive is the add-alpha estimator ``(alpha + n(q, .)) / (S
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -147,6 +148,7 @@ class BayesQuadrature(NamedTuple):
     abserr: float
 
 
+@functools.lru_cache(maxsize=512)
 def _gauss_jacobi_01(n: int, left: float, right: float) -> tuple[np.ndarray, np.ndarray]:
     """Gauss rule on ``[0, 1]`` for the weight ``u^left (1-u)^right`` (``left, right > -1``).
 
@@ -169,6 +171,8 @@ def _gauss_jacobi_01(n: int, left: float, right: float) -> tuple[np.ndarray, np.
         off2[0] = 4.0 * (1.0 + A) * (1.0 + B) / ((2.0 + A + B) ** 2 * (3.0 + A + B))  # k = 1 without 0/0
     nodes, vecs = linalg.eigh_tridiagonal(diag, np.sqrt(off2) / 2.0)
     weights = special.beta(B + 1.0, A + 1.0) * vecs[0] ** 2
+    nodes.setflags(write=False)  # cached: shared between calls
+    weights.setflags(write=False)
     return nodes, weights
 
 

@@ -20,7 +20,10 @@ output (CLAIMS.md W.T1):
       -dl/dp_hat_h' = A_h' [ (log pi[x_h', x_h] - z(x_h)) - sum_b f(b) (log pi[x_h', b] - z(b)) ].
 
 W Theorem 3 says the expected negative gradient is largest at ``h' = pa(h)``; its
-entries are compared with the chi-square proxy ``E[pi(x_h|x_h') / m_h(x_h)] - 1``.
+entries are compared with the chi-square proxy ``E[pi(x_h|x_h') / m_h(x_h)] - 1``. Exact
+enumeration finds that argmax false for some inputs: with a uniform root law (both
+readings), and for the "logits" reading on nearly reducible chains even with the
+stationary root (counterexamples in ``tests/theory/test_gradients.py``).
 
 **N Knowl 3** (claim N.K3). For N's reduced model at initialisation the population
 gradient of row ``i`` of ``A^(1)`` is ``-(beta0/(S T)) J(S(A1_i)) (g_i + O(T_eff^-1/2))`` with the

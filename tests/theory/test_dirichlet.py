@@ -1,0 +1,208 @@
+"""Tests for theory.dirichlet: N's task Bayes predictor (claim N.T).
+
+Measured here (chain T = 6: parents [-1, 0, 1, 2, 3, -1], query 5; S = 2, alpha = 0.1; all
+64 prompts enumerated; quadrature error <= 1e-15):
+
+- add-alpha vs exact Bayes (roots ~ mu_pi): max |difference| = 0.3330, at prompt
+  (1, 1, 1, 1, 0 | query 0): add-alpha says (0.5, 0.5), Bayes (0.1670, 0.8330);
+- expected log-loss gap E[KL(Bayes || add-alpha)] = 0.017637 nats under the task law.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, special
+
+from theory.dirichlet import (
+    add_alpha_predictive,
+    bayes_predictive_estimate,
+    bayes_quadrature_s2,
+    dirichlet_row_entropy,
+    edge_counts,
+    exact_bayes_predictive,
+)
+from theory.errors import TheoryError
+
+CHAIN6 = [-1, 0, 1, 2, 3, -1]
+
+
+def all_prompts(T, S=2):
+    return [np.array(p) for p in itertools.product(range(S), repeat=T)]
+
+
+@pytest.fixture(scope="module")
+def chain6_table():
+    """Exact Bayes (stationary roots) and add-alpha on every prompt of the T = 6 chain, alpha = 0.1."""
+    rows = []
+    for p in all_prompts(6):
+        res = bayes_quadrature_s2(p, CHAIN6, 0.1)
+        rows.append((p, res, add_alpha_predictive(p, CHAIN6, 0.1, 2)))
+    return rows
+
+
+# -- add-alpha ------------------------------------------------------------------------------------------
+def test_add_alpha_hand_computed():
+    # chain 0-1-2-3-4, query 5 = 0; edges (s_j, s_i): (0,1), (1,0), (0,0), (0,2); roots: s_0 = 0
+    prompt, tree = [0, 1, 0, 0, 2, 0], CHAIN6
+    n, r = edge_counts(prompt, tree, 3)
+    assert n.tolist() == [[1, 1, 1], [1, 0, 0], [0, 0, 0]] and r.tolist() == [1, 0, 0]
+    np.testing.assert_allclose(add_alpha_predictive(prompt, tree, 0.5, 3), [1.5, 1.5, 1.5] / np.array(4.5))
+    # query 1: one edge from 1 (to 0)
+    np.testing.assert_allclose(add_alpha_predictive([0, 1, 0, 0, 2, 1], tree, 0.5, 3), np.array([1.5, 0.5, 0.5]) / 2.5)
+    # query 2: no edge from 2 -> uniform
+    np.testing.assert_allclose(add_alpha_predictive([0, 1, 0, 0, 2, 2], tree, 0.5, 3), [1 / 3] * 3)
+
+
+def test_edge_counts_on_a_forest():
+    tree = [-1, 0, -1, 2, 2, -1]  # two trees: 0->1, 2->3, 2->4; query 5
+    n, r = edge_counts([1, 1, 0, 1, 0, 1], tree, 2)
+    assert n.tolist() == [[1, 1], [0, 1]] and r.tolist() == [1, 1]
+
+
+# -- exact Bayes --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("alpha", [0.1, 1.0, 2.5])
+@pytest.mark.parametrize("tree", [CHAIN6, [-1, 0, -1, 2, 2, -1], [-1, -1, -1, 2, -1, -1]])
+def test_independent_roots_equal_add_alpha(alpha, tree):
+    """Roots independent of pi: the Dirichlet prior is conjugate, so exact Bayes is add-alpha.
+
+    The quadrature is used on this case too (weight 1), so this checks the integrator.
+    """
+    total = 0.0
+    for p in all_prompts(len(tree)):
+        res = bayes_quadrature_s2(p, tree, alpha, root_law="independent")
+        np.testing.assert_allclose(res.predictive, add_alpha_predictive(p, tree, alpha, 2), rtol=0, atol=2e-15)
+        np.testing.assert_allclose(exact_bayes_predictive(p, tree, alpha, root_law="independent"), res.predictive,
+                                   atol=0)
+        total += res.prompt_probability
+    assert total == pytest.approx(1.0, abs=1e-13)
+
+
+def test_hand_computed_single_root_alpha_one():
+    """T = 2, tree [-1, -1]: one root s_0 ~ mu_pi and the query. alpha = 1 (a, b ~ U(0, 1)).
+
+    mu_pi(0) = b/(a+b); E[b/(a+b)] = 1/2 and E[ab/(a+b)] = (2/3)(1 - log 2) (sympy), so
+    P(y = 1 | s_0 = 0, q = 0) = E[a b/(a+b)] / E[b/(a+b)] = (4/3)(1 - log 2), while add-alpha says 1/2.
+    """
+    c = 4 / 3 * (1 - math.log(2))
+    np.testing.assert_allclose(exact_bayes_predictive([0, 0], [-1, -1], 1.0), [1 - c, c], atol=1e-14)
+    # q = 1: P(y = 0 | s_0 = 0) = E[b^2/(a+b)] / E[b/(a+b)] = 2 (1/2 - (2/3)(1 - log 2)) = 1 - c
+    np.testing.assert_allclose(exact_bayes_predictive([0, 1], [-1, -1], 1.0), [1 - c, c], atol=1e-14)
+    np.testing.assert_allclose(add_alpha_predictive([0, 0], [-1, -1], 1.0, 2), [0.5, 0.5])
+    res = bayes_quadrature_s2([0, 0], [-1, -1], 1.0)
+    assert res.prompt_probability == pytest.approx(0.25, abs=1e-15)  # (1/2) * E[mu(0)] = 1/4
+    assert res.abserr < 1e-14
+
+
+def _qaws_oracle(n, r, alpha, q):
+    """Independent oracle: nested adaptive QUADPACK (algebraic-singularity weights) in (a, b)."""
+    p1, q1, p2, q2 = alpha + n[0, 1], alpha + n[0, 0], alpha + n[1, 0], alpha + n[1, 1]
+
+    def integral(psi):
+        def inner(a):
+            def f(b):
+                s = a + b
+                return 0.0 if s == 0 else (b / s) ** r[0] * (a / s) ** r[1] * psi(a, b)
+            return integrate.quad(f, 0, 1, weight="alg", wvar=(p2 - 1, q2 - 1), epsabs=1e-14, epsrel=1e-13)[0]
+        return integrate.quad(inner, 0, 1, weight="alg", wvar=(p1 - 1, q1 - 1), epsabs=1e-14, epsrel=1e-13)[0]
+
+    Z = integral(lambda a, b: 1.0)
+    p_one = integral(lambda a, b: a) / Z if q == 0 else 1 - integral(lambda a, b: b) / Z
+    return np.array([1 - p_one, p_one])
+
+
+@pytest.mark.parametrize("prompt", [[0, 1, 0, 1, 0, 0], [1, 1, 0, 0, 1, 1], [1, 0, 1, 1, 0, 1]])
+def test_quadrature_against_adaptive_quadpack(prompt):
+    n, r = edge_counts(prompt, CHAIN6, 2)
+    got = bayes_quadrature_s2(prompt, CHAIN6, 0.5)
+    np.testing.assert_allclose(got.predictive, _qaws_oracle(n, r, 0.5, prompt[-1]), atol=1e-10)
+    assert got.abserr < 1e-13
+
+
+def test_stationary_roots_differ_from_add_alpha_chain6(chain6_table):
+    """Documents claim N.T: with roots ~ mu_pi the Bayes predictor is *not* add-alpha."""
+    total = sum(res.prompt_probability for _, res, _ in chain6_table)
+    assert total == pytest.approx(1.0, abs=1e-13)
+    assert max(res.abserr for _, res, _ in chain6_table) < 1e-13
+    diffs = [np.abs(res.predictive - aa).max() for _, res, aa in chain6_table]
+    worst = int(np.argmax(diffs))
+    assert chain6_table[worst][0].tolist() == [1, 1, 1, 1, 0, 0]
+    assert diffs[worst] == pytest.approx(0.33298, abs=1e-4)
+    gap = sum(res.prompt_probability * float(np.sum(res.predictive * np.log(res.predictive / aa)))
+              for _, res, aa in chain6_table)
+    assert gap == pytest.approx(0.017637, abs=1e-5)
+    assert gap > 1e-3
+
+
+def test_task_marginal_of_the_target_is_uniform(chain6_table):
+    """sum_prompt P(prompt) E[pi(q, y) | prompt] = P(y) = 1/2 by the prior's symmetry."""
+    py = sum(res.prompt_probability * res.predictive for _, res, _ in chain6_table)
+    np.testing.assert_allclose(py, [0.5, 0.5], atol=1e-13)
+
+
+def test_bayes_beats_add_alpha_in_expected_loss(chain6_table):
+    """The exact predictive has the lower expected log-loss; a perturbed one is worse."""
+    def loss(pred_of):
+        return sum(res.prompt_probability * -float(np.sum(res.predictive * np.log(pred_of(p, res, aa))))
+                   for p, res, aa in chain6_table)
+    bayes = loss(lambda p, res, aa: res.predictive)
+    assert bayes < loss(lambda p, res, aa: aa)
+    assert bayes < loss(lambda p, res, aa: 0.99 * res.predictive + 0.005)
+
+
+# -- importance sampling, any S ------------------------------------------------------------------------------
+def test_estimate_agrees_with_quadrature_s2():
+    for i, prompt in enumerate([[1, 1, 1, 1, 0, 0], [0, 1, 0, 1, 0, 1], [0, 0, 0, 0, 0, 0]]):
+        exact = exact_bayes_predictive(prompt, CHAIN6, 0.1)
+        est, se = bayes_predictive_estimate(prompt, CHAIN6, 0.1, 2, n_samples=100_000, seed=100 + i)
+        assert np.all(se > 0)
+        assert np.all(np.abs(est - exact) <= 4.5 * se), (est, exact, se)
+
+
+def test_estimate_s3_independent_matches_add_alpha_and_stationary_does_not():
+    tree = [-1, 0, 1, -1, 3, -1]
+    prompt = [2, 2, 2, 1, 1, 0]  # no edge leaves state 0: add-alpha is uniform; the roots say otherwise
+    aa = add_alpha_predictive(prompt, tree, 0.5, 3)
+    est, se = bayes_predictive_estimate(prompt, tree, 0.5, 3, n_samples=100_000, seed=7, root_law="independent")
+    assert np.all(np.abs(est - aa) <= 4.5 * se)
+    est, se = bayes_predictive_estimate(prompt, tree, 0.5, 3, n_samples=100_000, seed=8)
+    assert np.abs(est - aa).max() > 10 * se.max()
+
+
+# -- L* -----------------------------------------------------------------------------------------------------------
+def test_dirichlet_row_entropy_known_value_and_monte_carlo():
+    assert dirichlet_row_entropy(1.0, 2) == pytest.approx(0.5, abs=1e-15)  # E[h(U)] = 1/2 nats
+    rng = np.random.default_rng(12345)
+    for alpha, S in [(0.1, 10), (1.0, 3), (2.5, 5)]:
+        p = rng.dirichlet(np.full(S, alpha), size=200_000)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
+        mean, se = h.mean(), h.std(ddof=1) / math.sqrt(h.size)
+        exact = dirichlet_row_entropy(alpha, S)
+        assert abs(mean - exact) < 4 * se
+        wrong = special.digamma(S * alpha) - special.digamma(alpha)  # dropped "+1": caught
+        assert abs(mean - wrong) > 20 * se
+
+
+# -- bad inputs ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: add_alpha_predictive([0, 1, 3], [-1, 0, -1], 1.0, 3), r"prompt position 2: token 3 is out of range"),
+        (lambda: add_alpha_predictive([0, 1.5, 1], [-1, 0, -1], 1.0, 3), r"prompt position 1: token 1\.5"),
+        (lambda: add_alpha_predictive([0, 1], [-1, 0, -1], 1.0, 2), r"length 2 but the tree has T = 3"),
+        (lambda: add_alpha_predictive([0, 1, 1], [-1, 0, 1], 1.0, 2), r"query position T-1 = 2 must be a root"),
+        (lambda: add_alpha_predictive([0, 1, 1], [-1, 0, -1], 0.0, 2), r"alpha = 0\.0 must be a finite number > 0"),
+        (lambda: add_alpha_predictive([0, 1, 1], [-1, 0, -1], 1.0, 1), r"S = 1 must be an integer >= 2"),
+        (lambda: exact_bayes_predictive([0, 1, 1], [-1, 0, -1], 1.0, S=3), r"S = 2 only \(got S = 3\)"),
+        (lambda: bayes_quadrature_s2([0, 1, 1], [-1, 0, -1], 1.0, root_law="uniform"), r"unknown root_law 'uniform'"),
+        (lambda: bayes_predictive_estimate([0, 1, 1], [-1, 0, -1], 1.0, 2), r"seed is required"),
+        (lambda: bayes_predictive_estimate([0, 1, 1], [-1, 0, -1], 1.0, 2, n_samples=1, seed=0), r"n_samples = 1"),
+        (lambda: dirichlet_row_entropy(-1, 2), r"alpha = -1 must be"),
+    ],
+)
+def test_bad_inputs(call, match):
+    with pytest.raises(TheoryError, match=match):
+        call()
