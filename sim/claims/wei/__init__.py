@@ -2,9 +2,9 @@
 (ICLR 2026), seeds 000/001, in catalogue order. Positions are 0-based here (W writes
 h = 2..H and pa(h) in 1..h-1).
 
-Submodules group the claims by the machinery they use: ``information`` (W.L2-L4),
-``bma`` (W.L1, W.P1, W.T2), ``dynamics`` (W.T3), ``continuous`` (W.P2), ``trained``
-(W.T1 construction, W.E1, W.E2).
+Submodules group the claims by the machinery they use: ``bma`` (W.L1, W.P1),
+``construction`` (W.T1), ``information`` (W.L2-L4), ``identifiability`` (W.T2),
+``dynamics`` (W.T3), ``continuous`` (W.P2), ``trained`` (W.E1, W.E2).
 """
 from __future__ import annotations
 

@@ -1,0 +1,72 @@
+"""W.P2 (W Proposition 2): BMA logits in the continuous system are c1 x'Ax + c2 |x'|^2, not
+bilinear; the bilinear accuracy gap closes with L. PASS on defaults; c2 without its 1/2 FAILs;
+a non-orthogonal A or rho = 0 is ASSUMPTION_UNMET with the conclusion's status reported."""
+import numpy as np
+import pytest
+
+from sim.claims.wei.continuous import W_P2, _bma_logits, _ls_fit, _matrix_A, _sample
+from sim.sampling import random_recursive_parents
+from sim.verdict import Verdict
+from theory import bilinear_logits, gaussian_bma_logits
+
+SMALL = {"n_contexts": 80, "rhos": (0.3, -0.7), "mc_L": (1, 4, 32), "mc_contexts": 1500, "fit_contexts": 400}
+
+
+@pytest.fixture
+def run(run_claim):
+    return lambda claim, **over: run_claim(claim, **{**SMALL, **over})
+
+
+def test_passes_on_defaults(run, tmp_path):
+    res = run(W_P2)
+    assert res.verdict is Verdict.PASS, [(t.tier, t.verdict, t.summary, t.error) for t in res.tiers]
+    exact = next(t for t in res.tiers if t.tier == "exact")
+    nums = {n.name: n.value for n in exact.numbers}
+    assert nums["least-squares bilinear fit of BMA logits: smallest relative residual"] > 1e-2
+    assert nums["bilinear control: largest relative residual"] < 1e-9
+    mc = next(t for t in res.tiers if t.tier == "montecarlo")
+    gaps = [n for n in mc.numbers if n.name.startswith("W = A (any c > 0): accuracy gap")]
+    assert gaps[0].value > 3 * gaps[0].stderr and gaps[-1].value < 0.005
+    assert {r["verdict"] for r in mc.readings} == {"PASS"}
+    assert mc.figures and (tmp_path / mc.figures[0]).exists()
+
+
+def test_c2_without_the_half_fails(run):
+    res = run(W_P2.variant(c2=lambda rho: -rho ** 2 / (1 - rho ** 2)), tiers=("symbolic", "exact"))
+    assert res.verdict is Verdict.FAIL
+    for t in res.tiers:
+        assert t.verdict is Verdict.FAIL and t.counterexample
+    exact = next(t for t in res.tiers if t.tier == "exact")
+    assert not exact.counterexample["identity holds (per-h' constant residual)"]
+
+
+def test_non_orthogonal_A_breaks_the_formula(run):
+    res = run(W_P2, tiers=("exact", "montecarlo"), A_kind="nonorthogonal")
+    assert res.verdict is Verdict.ASSUMPTION_UNMET
+    exact = next(t for t in res.tiers if t.tier == "exact")
+    assert exact.verdict is Verdict.ASSUMPTION_UNMET and "violated" in exact.conclusion_without_assumptions
+    assert exact.counterexample["max |A^T A - I|"] > 0.1
+    mc = next(t for t in res.tiers if t.tier == "montecarlo")
+    assert mc.verdict is Verdict.ASSUMPTION_UNMET and mc.conclusion_without_assumptions
+
+
+def test_rho_zero_is_assumption_unmet_and_bilinear_fits(run):
+    res = run(W_P2, tiers=("exact",), rhos=(0.0,))
+    t = res.tiers[0]
+    assert t.verdict is Verdict.ASSUMPTION_UNMET and "violated" in t.conclusion_without_assumptions
+    assert t.counterexample["least-squares bilinear fit: relative residual"] == 0.0  # W = 0 reproduces it
+
+
+def test_local_logits_match_theory_and_ls_fit_detects_quadratic():
+    rng = np.random.default_rng(1)
+    A = _matrix_A(rng, 3, "orthogonal")
+    par = random_recursive_parents(rng, 5, 50)
+    x = _sample(rng, A, 0.6, par, 3)
+    for h in range(1, 5):
+        s = _bma_logits(x, A, 0.6, h)
+        assert np.allclose(s - s.max(1, keepdims=True), gaussian_bma_logits(x, A, 0.6, h), atol=1e-10)
+    _, rel = _ls_fit(x, [_bma_logits(x, A, 0.6, h) for h in range(2, 5)], 5)
+    assert rel > 1e-2
+    W0 = rng.standard_normal((3, 3))
+    W, rel0 = _ls_fit(x, [bilinear_logits(x, W0, h) for h in range(2, 5)], 5)
+    assert rel0 < 1e-10 and np.allclose(W, W0, atol=1e-8)

@@ -1,0 +1,112 @@
+"""W.T3 (W Theorem 3): the gradient at W = 0 points at the true parent. PASS on defaults,
+wrong variants (argmax at h-1, sign flip) FAIL, identical rows are ASSUMPTION_UNMET with the
+conclusion violated there; the logits-reading witness is reported, not hidden."""
+import numpy as np
+import pytest
+
+from sim.claims.wei.dynamics import LOGITS_WITNESS, UNIFORM_ROOT_WITNESS, W_T3, _autograd_gradients, _bonferroni_z
+from sim.priors import Point
+from sim.sampling import sample_w_prompts
+from sim.verdict import Outcome, Verdict
+from theory import CausalTree, mutual_information, pairwise_joint, wei_chi2_signal, wei_gradient_at_zero
+
+SMALL = {"n_matrices": 2, "dims": (2, 3), "H": 5, "trees_per_matrix": 1, "max_examples": 15, "max_H": 5,
+         "max_d": 3, "mc_H": 5, "mc_samples": 3000}
+
+
+@pytest.fixture
+def run(run_claim):
+    return lambda claim, prior=None, **over: run_claim(claim, prior=prior, **{**SMALL, **over})
+
+
+def test_passes_on_defaults(run, tmp_path):
+    res = run(W_T3)
+    assert res.verdict is Verdict.PASS, [(t.tier, t.verdict, t.summary, t.error) for t in res.tiers]
+    exact = next(t for t in res.tiers if t.tier == "exact")
+    nums = {n.name: n for n in exact.numbers}
+    assert nums["max |g~[pa] - I_chi2(x_h; x_pa)| (stationary root)"].value < 1e-12
+    assert nums["Spearman(G, chi2 signal): mean over positions"].value > 0.5
+    assert exact.figures and (tmp_path / exact.figures[0]).exists()
+    mc = next(t for t in res.tiers if t.tier == "montecarlo")
+    assert {r["name"] for r in mc.readings} == {"mixture", "logits"}
+
+
+def test_logits_reading_witness_is_reported_as_fail(run):
+    """The logits reading fails on a full-support pi with a stationary root (found by search);
+    the deciding mixture reading holds there. Both are in the exact tier's readings."""
+    res = run(W_T3, tiers=("exact",))
+    exact = res.tiers[0]
+    assert exact.verdict is Verdict.PASS
+    logits = next(r for r in exact.readings if r["name"] == "logits")
+    assert logits["verdict"] == "FAIL" and "0.9994" in logits["detail"]
+    assert "logits reading FAILS" in exact.summary
+    # Re-check the witness by hand with the theory function.
+    pi, tree, h = np.array(LOGITS_WITNESS["pi"]), CausalTree(LOGITS_WITNESS["parents"]), LOGITS_WITNESS["h"]
+    assert np.argmax(wei_gradient_at_zero(pi, tree, h, reading="logits")) == 3 != tree.parent(h)
+    assert np.argmax(wei_gradient_at_zero(pi, tree, h, reading="mixture")) == tree.parent(h)
+
+
+@pytest.mark.parametrize("variant", [{"claimed_argmax": lambda tree, h: h - 1}, {"sign": -1.0}])
+def test_wrong_variants_fail_with_counterexample(run, variant):
+    res = run(W_T3.variant(**variant), tiers=("exact", "property"))
+    assert res.verdict is Verdict.FAIL
+    for t in res.tiers:
+        assert t.verdict is Verdict.FAIL and t.counterexample
+        cex = t.counterexample
+        G = np.asarray(cex["-E[dl/dp_hat] (h' = 0..h-1)"])
+        assert cex["margin"] <= 0 and len(G) == cex["h"]
+        # re-check by hand
+        recomputed = wei_gradient_at_zero(np.array(cex["pi"]), cex["parents"], cex["h"], reading=cex["reading"])
+        assert np.allclose(recomputed, G, atol=1e-12)
+
+
+def test_identical_rows_are_assumption_unmet_and_violate(run):
+    prior = Point(np.array([[0.2, 0.3, 0.5]] * 3))
+    res = run(W_T3, prior=prior)
+    assert res.verdict is Verdict.ASSUMPTION_UNMET
+    exact = next(t for t in res.tiers if t.tier == "exact")
+    assert exact.verdict is Verdict.ASSUMPTION_UNMET and "violated" in exact.conclusion_without_assumptions
+    prop = next(t for t in res.tiers if t.tier == "property")
+    assert prop.verdict is Verdict.ASSUMPTION_UNMET  # nothing searched met the assumptions: not a PASS
+
+
+def test_autograd_matches_enumeration_and_can_fail():
+    """The Monte Carlo tier's estimator: per-sample autograd gradients of W's torch model at
+    W_KQ = 0 average to the exact expectation; the same check rejects a wrong reference."""
+    rng = np.random.default_rng(0)
+    pi = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]])
+    parents = np.array([-1, 0, 1, 1, 2])
+    from theory import stationary
+
+    tokens = sample_w_prompts(rng, pi, np.broadcast_to(parents, (20000, 5)), 1, roots=stationary(pi))
+    g = _autograd_gradients(pi, 1, tokens, "mixture")
+    z = _bonferroni_z(3.0, 4)
+    for h in (3, 4):
+        exact = wei_gradient_at_zero(pi, parents, h)
+        mean, se = g[:, h, :h].mean(0), g[:, h, :h].std(0, ddof=1) / np.sqrt(len(g))
+        assert np.all(np.abs(mean - exact) <= z * se + 1e-12)
+        wrong = wei_gradient_at_zero(pi, [-1, 0, 1, 0, 1], h)  # the reference of another tree
+        assert np.any(np.abs(mean - wrong) > z * se)
+
+
+def test_chi2_identity_at_parent():
+    pi = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]])
+    tree = CausalTree([-1, 0, 0, 2])
+    g = wei_chi2_signal(pi, tree, 3)
+    ic = mutual_information(pairwise_joint(pi, tree, 3, 2), "chi2")
+    assert abs(g[2] - ic) < 1e-12
+
+
+def test_uniform_root_breaks_the_ordering(run):
+    """The stationary root is a needed assumption: on a full-support pi (min 1e-4) with a uniform
+    root the mixture gradient peaks away from the parent; the engine reports ASSUMPTION_UNMET
+    with the conclusion violated, and the same pi with its stationary root passes."""
+    w = UNIFORM_ROOT_WITNESS
+    pi, tree = np.array(w["pi"]), CausalTree(w["parents"])
+    g = wei_gradient_at_zero(pi, tree, w["h"], root=np.full(3, 1 / 3))
+    assert np.argmax(g) != tree.parent(w["h"])
+    assert np.argmax(wei_gradient_at_zero(pi, tree, w["h"])) == tree.parent(w["h"])
+    over = dict(tiers=("exact",), n_matrices=1, trees_per_matrix=4, H=6)
+    bad = run(W_T3, prior=Point(pi), roots=("uniform",), **over).tiers[0]
+    assert bad.verdict is Verdict.ASSUMPTION_UNMET and "violated" in bad.conclusion_without_assumptions
+    assert run(W_T3, prior=Point(pi), roots=("stationary",), **over).verdict is Verdict.PASS
