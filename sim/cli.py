@@ -27,6 +27,13 @@ def _nonneg_int(text: str) -> int:
     return v
 
 
+def _positive_int(text: str) -> int:
+    v = _nonneg_int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
 def _positive_float(text: str) -> float:
     try:
         v = float(text)
@@ -78,14 +85,27 @@ def build_parser() -> argparse.ArgumentParser:
     p_show = sub.add_parser("show", help="print the summary of a finished run")
     p_show.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder (holding results.json)")
 
+    from .priors import spec_help
+
     p_prior = sub.add_parser(
-        "prior", help="audit the claims under a prior on transition matrices (e.g. 'dirichlet(alpha=0.1)')")
+        "prior", help="audit the claims under a prior on transition matrices (e.g. 'dirichlet(alpha=0.1)')",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Audit a prior on transition matrices: which assumptions of the papers it meets (N Knowl 10, "
+                    "W Lemmas 3-4, irreducibility, aperiodicity; table at the top of the report), then run every "
+                    "prior-dependent claim under it and say, per broken assumption, whether a counterexample to a "
+                    "conclusion was found on draws that break it (necessary) or not within the budget (removable).",
+        epilog="Prior specs (nest them; numbers may be written 1/3):\n" + spec_help())
     p_prior.add_argument("spec", metavar="SPEC", help="a prior spec, e.g. \"floor(dirichlet(alpha=1), gamma=0.3)\", "
                          "or module:function / path/to/file.py:function for your own sampler")
-    p_prior.add_argument("--d", type=_nonneg_int, default=None,
+    p_prior.add_argument("--d", type=_positive_int, default=None,
                          help="number of states for priors that do not fix it (default: each claim's own sizes)")
-    p_prior.add_argument("--budget", type=_nonneg_int, default=None, metavar="N",
+    p_prior.add_argument("--budget", type=_positive_int, default=None, metavar="N",
                          help="examples for the counterexample search where an assumption fails (default: profile's)")
+    p_prior.add_argument("--draws", type=_positive_int, default=None, metavar="N",
+                         help="draws per d for the assumption audit (default 2000 quick, 10000 standard, 50000 paper)")
+    p_prior.add_argument("--graph", action="append", default=None, metavar="GRAPH",
+                         help="graph for N's root-fraction and T_eff items: chain[:T], icf[:T], star[:T], roots[:T] or "
+                              "a parent list such as '[-1,0,1,-1]' (repeatable; default chain:20 and icf:20)")
     _add_run_options(p_prior, default_claims="*")
     return parser
 
@@ -182,7 +202,7 @@ def _select(pattern):
         raise _UserError(str(exc)) from None
 
 
-def _execute(args, config, selected, prior=None, header_extra="") -> int:
+def _execute(args, config, selected, prior=None, header_extra="", audit=None) -> int:
     from .report import summary_table
     from .runner import RunError, run
 
@@ -190,7 +210,7 @@ def _execute(args, config, selected, prior=None, header_extra="") -> int:
           f"claims={len(selected)} ({config.claims}){header_extra}", file=sys.stderr)
     try:
         out_dir, dicts = run(config, selected, out_dir=args.out, resume=args.resume, prior=prior,
-                             show_progress=not args.no_progress)
+                             show_progress=not args.no_progress, audit=audit)
     except RunError as exc:
         raise _UserError(str(exc)) from None
     print(summary_table(dicts))
@@ -221,6 +241,11 @@ def _cmd_show(args) -> int:
           f"commit={doc.get('git_commit')} elapsed={doc.get('elapsed_s')}s")
     if doc.get("prior"):
         print(f"prior: {doc['prior']}")
+    if doc.get("audit"):
+        from .audit import render_necessity, render_text
+
+        print(render_text(doc["audit"]))
+        print(render_necessity(doc["audit"]))
     print(summary_table(doc["claims"]))
     print("\n" + ", ".join(f"{k} {v}" for k, v in doc["summary"].items() if v))
     return EXIT_OK

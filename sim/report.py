@@ -65,7 +65,9 @@ def load_results(run_dir: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: float, prior=None) -> dict:
+def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: float, prior=None, audit=None) -> dict:
+    """Write results.json, report.md, report.html and junit.xml. ``audit`` (the JSON form of a
+    :class:`sim.audit.PriorAudit`) adds the assumptions table at the top of each report."""
     from .runner import atomic_write_text, claim_counts
 
     out_dir = Path(out_dir)
@@ -83,6 +85,7 @@ def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: fl
         "platform": platform.platform(),
         "elapsed_s": round(elapsed_s, 2),
         "summary": claim_counts(dicts),
+        "audit": audit,
         "claims": list(dicts),
     }
     atomic_write_text(out_dir / "results.json", json.dumps(doc, indent=2))
@@ -159,6 +162,8 @@ def render_markdown(doc: dict) -> str:
     out.append("")
     out.append("Verdicts: " + ", ".join(f"{k} {v}" for k, v in doc["summary"].items() if v))
     out.append("")
+    if doc.get("audit"):
+        out.extend(_md_audit(doc["audit"]))
     out.append("| claim | title | verdict | tiers | source |")
     out.append("|---|---|---|---|---|")
     for d in doc["claims"]:
@@ -171,6 +176,86 @@ def render_markdown(doc: dict) -> str:
     out.append("---")
     out.append("Versions: " + ", ".join(f"{k} {v}" for k, v in doc["versions"].items()))
     return "\n".join(out) + "\n"
+
+
+_STATUS_MD = {"holds": "holds", "fails": "**FAILS**", "undecided": "*undecided*"}
+_NEC_TEXT = {"necessary": "looks **necessary**", "necessary jointly": "looks **necessary** (jointly with others)",
+             "removable": "looks **removable**", "undecided": "undecided",
+             "not tested": "not tested", "": "—"}
+
+
+def _audit_worst(a: dict) -> dict | None:
+    return next((f for st in ("fails", "undecided", "holds") for f in a["findings"] if f["status"] == st), None)
+
+
+def _audit_number_text(n: dict) -> str:
+    err = "" if not n.get("stderr") else f" ± {_fmt_num(n['stderr'])}"
+    extra = ", ".join(x for x in ((f"n={n['n']}" if n.get("n") else ""), (f"seed {n['seed']}" if n.get("seed") is not None
+                                                                            else ""), n.get("note") or "") if x)
+    return f"{n['name']} = {_fmt_num(n['value'])}{err}" + (f" ({extra})" if extra else "")
+
+
+def _md_audit(au: dict) -> list[str]:
+    """The assumptions table (and the details behind it) at the top of report.md."""
+    graphs = ", ".join(g["name"] for g in au["graphs"])
+    out = ["## Assumptions under the prior", "",
+           f"Prior `{_md(au['spec'])}`, audited at d = {', '.join(map(str, au['dims']))} "
+           f"({au['n_draws']} draws per d, seed {au['seed']}, unless the prior is finite and decided exactly over its atoms); "
+           f"graphs {_md(graphs)}. *how*: guaranteed = holds by the prior's construction, analytic = fails by it, "
+           "exact = over every atom of a finite prior, estimated = from draws (error bars below). "
+           "*necessary?*: for a broken assumption, whether a claim that ran found a counterexample to its conclusion on "
+           "draws that break it (necessary) or none within the budget (removable).", ""]
+    for note in au.get("notes", []):
+        out += [f"> {_md(note)}", ""]
+    out.append("| assumption | source | status | how | evidence (worst case) | feeds | necessary? |")
+    out.append("|---|---|---|---|---|---|---|")
+    ran = au.get("claims_run", {})
+    for a in au["assumptions"]:
+        w = _audit_worst(a)
+        ev = "" if w is None else f"{w['where']}: {w['summary']}"
+        feeds = ", ".join(f"{c} ({ran[c]})" if c in ran else c for c in a["feeds"])
+        out.append(f"| {_md_escape_cell(a['key'] + ' ' + a['name'])} | {_md_escape_cell(a['source'])} | "
+                   f"{_STATUS_MD.get(a['status'], a['status'])} | {_md_escape_cell(a['how'])} | {_md_escape_cell(ev)} | "
+                   f"{_md_escape_cell(feeds)} | {_NEC_TEXT.get(a.get('necessity', ''), _md(a.get('necessity', '')))} |")
+    out.append("")
+    if au.get("gamma_table"):
+        out += ["N's gamma is one constant for items 1, 2 and 4: the largest each allows, and their minimum.", "",
+                "| d | graph | item 1 (lower bound) | item 2 (non-degeneracy) | item 4 (1 - r) | gamma | limited by |",
+                "|---|---|---|---|---|---|---|"]
+        for g in au["gamma_table"]:
+            out.append(f"| {g['d']} | {_md_escape_cell(g['graph'])} | {_fmt_num(g['gamma_1'])} | {_fmt_num(g['gamma_2'])} | "
+                       f"{_fmt_num(g['one_minus_r'])} | {_fmt_num(g['gamma'])}{' (estimated)' if g.get('estimated') else ''}"
+                       f" | {_md_escape_cell(g['limited_by'])} |")
+        out.append("")
+    out += ["| graph | T | roots | root fraction r | max leaves | T_eff |", "|---|---|---|---|---|---|"]
+    for g in au["graphs"]:
+        out.append(f"| {_md_escape_cell(g['name'])} | {g['T']} | {g['n_roots']} | {_fmt_num(g['root_fraction'])} | "
+                   f"{g['max_leaves']} | {_fmt_num(g['T_eff'])} |")
+    out.append("")
+    broken = [a for a in au["assumptions"] if a["status"] == "fails"]
+    if broken:
+        out += ["### Broken assumptions: necessary or removable?", ""]
+        for a in broken:
+            out.append(f"- **{_md(a['key'])} {_md(a['name'])}**: {_NEC_TEXT.get(a.get('necessity', ''), '')} — "
+                       f"{_md(a.get('necessity_detail', ''))}")
+            for e in a.get("evidence", []):
+                out.append(f"  - {_md(e['claim'])} {_md(e['tier'])} ({_md(e['verdict'])}): {_md(e['outcome'])} — "
+                           f"{_md(e['detail'])}")
+                if e.get("counterexample"):
+                    out.append(f"    counterexample: `{_md(_clip(json.dumps(e['counterexample']), 400))}`")
+        out.append("")
+    out += ["### Assumption details", ""]
+    for a in au["assumptions"]:
+        out.append(f"- **{_md(a['key'])} {_md(a['name'])}** ({_md(a['source'])}): {_md(a['statement'])}")
+        for f in a["findings"]:
+            out.append(f"  - {_md(f['where'])}: {_STATUS_MD.get(f['status'], f['status'])} ({_md(f['how'])}) — "
+                       f"{_md(f['summary'])}")
+            for n in f.get("numbers", []):
+                out.append(f"    - {_md(_audit_number_text(n))}")
+            if f.get("witness"):
+                out.append(f"    - witness: `{_md(_clip(json.dumps(f['witness']), 400))}`")
+    out.append("")
+    return out
 
 
 def _anchor(cid: str) -> str:
@@ -245,8 +330,10 @@ def render_html(doc: dict, out_dir: Path) -> str:
              f"<code>{_e(cfg['claims'])}</code>, z = {_e(cfg['z'])}"
              + (f", prior <code>{_e(doc['prior'])}</code>" if doc.get("prior") else "")
              + f". Commit <code>{_e(doc['git_commit'])}</code>, {_e(doc['created'])}, {_e(doc['elapsed_s'])} s.</p>",
-             "<p>" + " ".join(f"{_badge(k)} {v}" for k, v in doc["summary"].items() if v) + "</p>",
-             "<table><tr><th>claim</th><th>title</th><th>verdict</th><th>tiers</th><th>source</th></tr>"]
+             "<p>" + " ".join(f"{_badge(k)} {v}" for k, v in doc["summary"].items() if v) + "</p>"]
+    if doc.get("audit"):
+        parts.extend(_html_audit(doc["audit"]))
+    parts.append("<table><tr><th>claim</th><th>title</th><th>verdict</th><th>tiers</th><th>source</th></tr>")
     for d in doc["claims"]:
         tiers = ", ".join(f"{_e(t['tier'])} {_e(t['verdict'])}" for t in d["tiers"]) or \
             f"decided by <code>{_e(d['decided_by'])}</code>"
@@ -259,6 +346,77 @@ def render_html(doc: dict, out_dir: Path) -> str:
                  + "</p>")
     parts += ["</body>", "</html>"]
     return "\n".join(parts) + "\n"
+
+
+_STATUS_COLOR = {"holds": "#1a7f37", "fails": "#cf222e", "undecided": "#6e7781"}
+
+
+def _html_audit(au: dict) -> list[str]:
+    graphs = ", ".join(g["name"] for g in au["graphs"])
+    out = ['<section class="audit" id="assumptions">', "<h2>Assumptions under the prior</h2>",
+           f"<p>Prior <code>{_e(au['spec'])}</code>, audited at d = {_e(', '.join(map(str, au['dims'])))} "
+           f"({_e(au['n_draws'])} draws per d, seed {_e(au['seed'])}, unless the prior is finite and decided exactly over "
+           f"its atoms); graphs {_e(graphs)}. <i>how</i>: guaranteed = holds by the prior's construction, analytic = fails "
+           "by it, exact = over every atom of a finite prior, estimated = from draws. <i>necessary?</i>: for a broken "
+           "assumption, whether a claim that ran found a counterexample to its conclusion on draws that break it.</p>"]
+    for note in au.get("notes", []):
+        out.append(f'<p class="muted">{_e(note)}</p>')
+    out.append("<table><tr><th>assumption</th><th>source</th><th>status</th><th>how</th><th>evidence (worst case)</th>"
+               "<th>feeds</th><th>necessary?</th></tr>")
+    ran = au.get("claims_run", {})
+    for a in au["assumptions"]:
+        w = _audit_worst(a)
+        ev = "" if w is None else f"{w['where']}: {w['summary']}"
+        feeds = ", ".join(f"{c} ({ran[c]})" if c in ran else c for c in a["feeds"])
+        color = _STATUS_COLOR.get(a["status"], "#57606a")
+        out.append(f"<tr><td>{_e(a['key'] + ' ' + a['name'])}</td><td>{_e(a['source'])}</td>"
+                   f'<td><span class="badge" style="background:{color}">{_e(a["status"])}</span></td>'
+                   f"<td>{_e(a['how'])}</td><td>{_e(ev)}</td><td>{_e(feeds)}</td>"
+                   f"<td>{_e(a.get('necessity') or '—')}</td></tr>")
+    out.append("</table>")
+    if au.get("gamma_table"):
+        out.append("<p>N's gamma is one constant for items 1, 2 and 4: the largest each allows, and their minimum.</p>")
+        out.append("<table><tr><th>d</th><th>graph</th><th>item 1 (lower bound)</th><th>item 2 (non-degeneracy)</th>"
+                   "<th>item 4 (1 - r)</th><th>gamma</th><th>limited by</th></tr>")
+        for g in au["gamma_table"]:
+            out.append(f"<tr><td>{_e(g['d'])}</td><td>{_e(g['graph'])}</td><td>{_e(_fmt_num(g['gamma_1']))}</td>"
+                       f"<td>{_e(_fmt_num(g['gamma_2']))}</td><td>{_e(_fmt_num(g['one_minus_r']))}</td>"
+                       f"<td>{_e(_fmt_num(g['gamma']))}{' (estimated)' if g.get('estimated') else ''}</td>"
+                       f"<td>{_e(g['limited_by'])}</td></tr>")
+        out.append("</table>")
+    out.append("<table><tr><th>graph</th><th>T</th><th>roots</th><th>root fraction r</th><th>max leaves</th>"
+               "<th>T_eff</th></tr>")
+    for g in au["graphs"]:
+        out.append(f"<tr><td>{_e(g['name'])}</td><td>{_e(g['T'])}</td><td>{_e(g['n_roots'])}</td>"
+                   f"<td>{_e(_fmt_num(g['root_fraction']))}</td><td>{_e(g['max_leaves'])}</td>"
+                   f"<td>{_e(_fmt_num(g['T_eff']))}</td></tr>")
+    out.append("</table>")
+    broken = [a for a in au["assumptions"] if a["status"] == "fails"]
+    if broken:
+        out.append("<h3>Broken assumptions: necessary or removable?</h3><ul>")
+        for a in broken:
+            out.append(f"<li><b>{_e(a['key'])} {_e(a['name'])}</b>: {_e(a.get('necessity') or '')} — "
+                       f"{_e(a.get('necessity_detail', ''))}")
+            if a.get("evidence"):
+                out.append("<ul>")
+                for e in a["evidence"]:
+                    cex = (f"<pre>{_e(json.dumps(e['counterexample'], indent=1))}</pre>" if e.get("counterexample") else "")
+                    out.append(f"<li>{_e(e['claim'])} {_e(e['tier'])} ({_e(e['verdict'])}): {_e(e['outcome'])} — "
+                               f"{_e(e['detail'])}{cex}</li>")
+                out.append("</ul>")
+            out.append("</li>")
+        out.append("</ul>")
+    out.append("<details><summary>Assumption details (every number with its error bar and seed)</summary><ul>")
+    for a in au["assumptions"]:
+        out.append(f"<li><b>{_e(a['key'])} {_e(a['name'])}</b> ({_e(a['source'])}): {_e(a['statement'])}<ul>")
+        for f in a["findings"]:
+            nums = "".join(f"<li>{_e(_audit_number_text(n))}</li>" for n in f.get("numbers", []))
+            wit = f"<li>witness: <code>{_e(_clip(json.dumps(f['witness']), 400))}</code></li>" if f.get("witness") else ""
+            out.append(f"<li>{_e(f['where'])}: <b>{_e(f['status'])}</b> ({_e(f['how'])}) — {_e(f['summary'])}"
+                       + (f"<ul>{nums}{wit}</ul>" if nums or wit else "") + "</li>")
+        out.append("</ul></li>")
+    out.append("</ul></details></section>")
+    return out
 
 
 def _html_claim(d: dict, out_dir: Path) -> list[str]:

@@ -139,8 +139,13 @@ def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool) -> None:
 
 
 def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = None, resume: bool = False,
-        prior=None, show_progress: bool = True) -> tuple[Path, list[dict[str, Any]]]:
-    """Evaluate ``claims`` and write the run folder; returns ``(out_dir, claim dicts)``."""
+        prior=None, show_progress: bool = True, audit=None) -> tuple[Path, list[dict[str, Any]]]:
+    """Evaluate ``claims`` and write the run folder; returns ``(out_dir, claim dicts)``.
+
+    ``audit`` (the prior audit, :mod:`sim.audit`): a JSON-able dict, or a callable that gets
+    the claim dicts once every claim has finished and returns it; it is written at the top
+    of the reports, in the same final write that marks the run complete.
+    """
     from .report import write_reports
 
     if not claims:
@@ -174,7 +179,8 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
             bar.update(1)
     finally:
         bar.close()
-    write_reports(out_dir, config, dicts, elapsed_s=time.perf_counter() - t0, prior=prior)
+    audit_doc = audit(dicts) if callable(audit) else audit
+    write_reports(out_dir, config, dicts, elapsed_s=time.perf_counter() - t0, prior=prior, audit=audit_doc)
     return out_dir, dicts
 
 
