@@ -214,6 +214,8 @@ def summarize_instances(tier: str, checks: Sequence[InstanceCheck], assumption_n
             without = (f"held on all {len(broken)} instances that break an assumption "
                        "(the assumption did not look necessary on these inputs)")
     verdict = tier_verdict(assumptions, conclusion)
+    if good and conclusion is Outcome.VIOLATED:
+        verdict = Verdict.FAIL  # a counterexample that meets every assumption decides, whatever else was drawn
     judged = good or broken
     n_viol = sum(c.outcome is Outcome.VIOLATED for c in judged)
     summary = (f"{what}: {conclusion.value} — {n_viol} of {len(judged)} instances violate "
@@ -278,65 +280,76 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
     """Run the property tier: search ``strategy`` for a violation of the conclusion and report
     the shrunk counterexample.
 
-    By default the strategy draws inputs that meet the assumptions by construction. When
-    the inputs come from a user's prior they may not: pass ``assumptions_of(example) ->
-    {name: holds}``. Then ``violates`` is evaluated on every draw (on assumption-breaking
-    draws it should test what the conclusion still claims there), and the result says
-    which assumptions failed on the draws and whether a counterexample was found on them
-    — i.e. whether the assumption looks necessary or removable for this prior.
+    Without a user's prior the strategy is the tool's own search space: inputs that break
+    an assumption (per ``assumptions_of``, when given) are skipped, since the lemma says
+    nothing about them. With a prior (``ctx.prior``) its draws may break assumptions, so
+    the budget is split into two searches: one for a counterexample that meets every
+    assumption (a FAIL), one for a counterexample on draws that break some assumption
+    (evidence that the assumption is necessary; ``violates`` should test there what the
+    conclusion still claims). The result lists which assumptions failed on the draws.
     """
     seed = ctx.seed_for("property")
     n_max = int(ctx.settings.get("max_examples", 100))
+    if assumptions_of is None or ctx.prior is None:
+        def meets(x):
+            return assumptions_of is None or all(assumptions_of(x).values())
+
+        example, tried = search_counterexample(strategy, lambda x: meets(x) and violates(x),
+                                               max_examples=n_max, seed=seed)
+        searched = Number("examples evaluated (search and shrinking)", tried, kind="property", seed=seed,
+                          note=f"budget {n_max} generated examples")
+        outcome = Outcome.HELD if example is None else Outcome.VIOLATED
+        return TierResult("property", tier_verdict(assumptions, outcome), outcome,
+                          f"{what}: no counterexample in {tried} evaluations" if example is None else
+                          f"{what}: hypothesis found a counterexample after {tried} evaluations (shrunk)",
+                          numbers=[searched], counterexample=None if example is None else record(example),
+                          assumptions=list(assumptions))
+
     failed: dict[str, int] = {}
     drawn = 0
-    # Without a user's prior the search space is the tool's own: inputs that break an
-    # assumption are skipped (the lemma says nothing about them). With a prior, every draw
-    # counts and the assumption failures are reported.
-    skip_broken = ctx.prior is None
 
-    def watched(example):
+    def status(x):
         nonlocal drawn
-        if assumptions_of is not None:
-            status = assumptions_of(example)
-            if skip_broken:
-                return all(status.values()) and violates(example)
-            drawn += 1
-            for name, ok in status.items():
-                failed.setdefault(name, 0)
-                failed[name] += not ok
-        return violates(example)
+        st = dict(assumptions_of(x))
+        drawn += 1
+        for name, ok in st.items():
+            failed[name] = failed.get(name, 0) + (not ok)
+        return st
 
-    example, tried = search_counterexample(strategy, watched, max_examples=n_max, seed=seed)
-    searched = Number("examples evaluated (search and shrinking)", tried, kind="property", seed=seed,
-                      note=f"budget {n_max} generated examples")
-    found_assumptions = list(assumptions)
-    if assumptions_of is not None and not skip_broken:
-        found_assumptions += [Assumption(name, holds=(bad == 0),
-                                         detail=f"held on all {drawn} draws" if bad == 0 else
-                                         f"failed on {bad} of {drawn} draws") for name, bad in failed.items()]
-    broken_on_example = None
-    if example is not None and assumptions_of is not None and not skip_broken:
-        broken_on_example = [k for k, ok in assumptions_of(example).items() if not ok]
-    outcome = Outcome.HELD if example is None else Outcome.VIOLATED
-    if example is not None and broken_on_example:
-        # The counterexample breaks an assumption: evidence the assumption is needed, not a FAIL.
-        res = TierResult("property", Verdict.ASSUMPTION_UNMET, outcome,
-                         f"{what}: counterexample found after {tried} evaluations on an input that breaks "
-                         f"{', '.join(broken_on_example)}", numbers=[searched], counterexample=record(example),
-                         assumptions=found_assumptions,
-                         conclusion_without_assumptions=(
-                             f"violated: the smallest counterexample found breaks {', '.join(broken_on_example)} "
-                             "(the assumption looks necessary)"))
-        return res
-    verdict = tier_verdict(found_assumptions, outcome)
-    summary = (f"{what}: no counterexample in {tried} evaluations" if example is None else
-               f"{what}: hypothesis found a counterexample after {tried} evaluations (shrunk)")
-    res = TierResult("property", verdict, outcome, summary, numbers=[searched],
-                     counterexample=None if example is None else record(example), assumptions=found_assumptions)
-    if verdict is Verdict.ASSUMPTION_UNMET and example is None:
-        res.conclusion_without_assumptions = (f"no counterexample within the budget of {n_max} examples "
-                                              "(the assumption did not look necessary for this prior)")
-    return res
+    half = max(1, n_max // 2)
+    valid_cex, tried_a = search_counterexample(strategy, lambda x: all(status(x).values()) and violates(x),
+                                               max_examples=half, seed=seed)
+    broken_cex, tried_b = search_counterexample(strategy, lambda x: not all(status(x).values()) and violates(x),
+                                                max_examples=half, seed=seed + 1)
+    numbers = [Number("evaluations: search among draws meeting every assumption", tried_a, kind="property",
+                      seed=seed, note=f"budget {half}"),
+               Number("evaluations: search among draws breaking an assumption", tried_b, kind="property",
+                      seed=seed + 1, note=f"budget {half}")]
+    found = list(assumptions) + [
+        Assumption(name, holds=(bad == 0), detail=f"held on all {drawn} draws" if bad == 0 else
+                   f"failed on {bad} of {drawn} draws") for name, bad in failed.items()]
+    without = None
+    if broken_cex is not None:
+        broken = [k for k, ok in assumptions_of(broken_cex).items() if not ok]
+        without = (f"violated: the smallest counterexample found breaks {', '.join(broken)} "
+                   "(the assumption looks necessary)")
+    elif any(failed.values()):
+        without = (f"no counterexample within the budget of {half} examples on draws that break an assumption "
+                   "(the assumption did not look necessary for this prior)")
+    if valid_cex is not None:
+        return TierResult("property", Verdict.FAIL, Outcome.VIOLATED,
+                          f"{what}: counterexample meeting every assumption found after {tried_a} evaluations",
+                          numbers=numbers, counterexample=record(valid_cex), assumptions=found,
+                          conclusion_without_assumptions=without)
+    outcome = Outcome.HELD
+    verdict = tier_verdict(found, outcome)
+    summary = f"{what}: no counterexample among draws meeting every assumption ({tried_a} evaluations)"
+    if broken_cex is not None:
+        summary += "; a counterexample on a draw that breaks an assumption"
+    return TierResult("property", verdict, Outcome.VIOLATED if broken_cex is not None and verdict is
+                      Verdict.ASSUMPTION_UNMET else outcome, summary, numbers=numbers,
+                      counterexample=None if broken_cex is None else record(broken_cex), assumptions=found,
+                      conclusion_without_assumptions=without)
 
 
 def matrices_strategy(ctx: "Context", d_strategy, *, min_entry_fraction=None):

@@ -1,0 +1,91 @@
+"""Tests of claim N.K3 (sim.claims.nichani.gradient): the gradient at init is a chi-square MI."""
+import numpy as np
+import pytest
+
+from sim.claims import get
+from sim.claims.nichani.gradient import (_middle_terms, _symmetry_defects, gamma_parts, skewed_prior,
+                                         symmetric_finite_prior)
+from sim.claims.nichani.task import n_graph
+from sim.priors import Point
+from sim.runner import RunConfig, evaluate_claim
+from sim.verdict import Verdict
+from theory import nichani_gradient_signal
+
+SMALL = {"dims": (2, 3), "T": 5, "graphs": ("chain", "icl"), "prior_specs": ((0.5, 0.3, 1), (50.0, 0.5, 1)),
+         "mc_T": (8, 32), "mc_graphs": ("chain",), "mc_chunks": 10, "mc_chunk": 1000, "max_examples": 25,
+         "max_T": 5}
+
+
+def _run(claim, tmp_path, prior=None, **overrides):
+    cfg = RunConfig(profile="quick", seed=0, overrides={claim.id: {**SMALL, **overrides}})
+    return evaluate_claim(claim, cfg, tmp_path, prior=prior)
+
+
+def _tier(res, name):
+    return next(t for t in res.tiers if t.tier == name)
+
+
+def test_finite_priors_meet_assumption_3_and_the_skewed_prior_by_hand():
+    base = np.array([[[0.7, 0.2, 0.1], [0.3, 0.3, 0.4], [0.1, 0.1, 0.8]]])
+    fp = symmetric_finite_prior(base, 0.1)
+    assert _symmetry_defects(fp) == (pytest.approx(0, abs=1e-15), 0.0)
+    # without balancing the orbit's mean is a I + b 11^T with trace tr(base) = 1.8, not uniform
+    mean_dev, defect = _symmetry_defects(symmetric_finite_prior(base, 0.1, uniform_mean=False))
+    assert defect == 0.0 and mean_dev == pytest.approx((1.8 - 1) / 3, abs=1e-12)
+    sk = skewed_prior(0.01)
+    parts = gamma_parts(sk, n_graph("chain", 5))
+    assert parts["gamma (lower bound) = S min pi"] == pytest.approx(0.06)
+    assert parts["gamma"] == pytest.approx(0.06)
+    m = _middle_terms(sk)
+    g = nichani_gradient_signal(sk.pis, n_graph("chain", 5), sk.weights)
+    # Knowl 3's intermediate bound with Dobrushin alpha and unweighted B exceeds the actual gap here
+    assert g[1, 0] - g[1, 1] < m["dobrushin"]
+    assert g[1, 0] - g[1, 1] >= m["eta_chi2"] >= m["sqrt_eta_chi2"]
+
+
+def test_default_passes_and_reports_the_readings(tmp_path):
+    res = _run(get("N.K3"), tmp_path)
+    assert res.verdict is Verdict.PASS, [(t.tier, t.verdict, t.summary) for t in res.tiers]
+    ex = _tier(res, "exact")
+    readings = {r["name"].split(",")[0]: r["verdict"] for r in ex.readings}
+    assert readings["alpha = Dobrushin(pi)"] == "FAIL"
+    assert readings["alpha = eta_chi2(pi"] == "PASS" and readings["alpha = sqrt(eta_chi2(pi"] == "PASS"
+    bf = next(n for n in ex.numbers if n.name.startswith("max |g (theory)"))
+    assert bf.value < 1e-12
+    mc = _tier(res, "montecarlo")
+    assert mc.figures and any(n.name.startswith("cos(autograd") for n in mc.numbers)
+
+
+def test_a_linear_gap_bound_is_refuted(tmp_path):
+    claim = get("N.K3").variant(gap_bound=lambda gamma, S: gamma / (2 * S))
+    res = _run(claim, tmp_path)
+    ex, prop = _tier(res, "exact"), _tier(res, "property")
+    assert ex.verdict is Verdict.FAIL and ex.counterexample["smallest gap"] < ex.counterexample["bound"]
+    assert prop.verdict is Verdict.FAIL and prop.counterexample["smallest gap"] < prop.counterexample["bound"]
+
+
+def test_flipped_gradient_sign_fails_the_montecarlo_tier(tmp_path):
+    res = _run(get("N.K3").variant(sign=1.0), tmp_path)
+    mc = _tier(res, "montecarlo")
+    assert mc.verdict is Verdict.FAIL and mc.counterexample
+
+
+def test_without_uniform_mean_the_diagonal_is_not_zero(tmp_path):
+    res = _run(get("N.K3"), tmp_path, uniform_mean=False)
+    ex = _tier(res, "exact")
+    assert ex.verdict is Verdict.ASSUMPTION_UNMET
+    bad = {a.name: a.holds for a in ex.assumptions}
+    assert bad["permutation symmetry and uniform mean E[pi] = 11^T/S"] is False
+    assert "violated" in ex.conclusion_without_assumptions
+    assert ex.counterexample["conclusion"] in ("g[i,i] == 0",
+                                               "g[i,p(i)] - g[i,j] >= bound(gamma, S) for j <= i, j != p(i)")
+
+
+def test_a_prior_with_a_zero_entry_breaks_the_lower_bound(tmp_path):
+    pi = np.array([[0.0, 0.6, 0.4], [0.3, 0.3, 0.4], [0.5, 0.2, 0.3]])
+    res = _run(get("N.K3"), tmp_path, prior=Point(pi))
+    ex = _tier(res, "exact")
+    assert ex.verdict is Verdict.ASSUMPTION_UNMET
+    holds = {a.name: a.holds for a in ex.assumptions}
+    assert holds["lower bound: min pi(s'|s) > gamma/S, gamma > 0"] is False
+    assert ex.conclusion_without_assumptions
