@@ -16,8 +16,11 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
+# icl-verify exits 1 when a claim FAILs: a finding, reported, not a broken run; other codes are errors.
 report: setup
-	$(BIN)/icl-verify run --profile $(PROFILE)
+	@$(BIN)/icl-verify run --profile $(PROFILE); status=$$?; \
+	if [ $$status -eq 1 ]; then echo "make report: the run finished; some claims FAILED (see the report above)"; \
+	exit 0; fi; exit $$status
 
 test: setup
 	$(BIN)/python -m pytest -n 2

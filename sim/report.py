@@ -145,8 +145,9 @@ _NUM_HEAD = ["number", "value", "± (s.e.)", "n", "seed", "tolerance", "kind", "
 
 # -- markdown -------------------------------------------------------------------------------
 def _md(text) -> str:
-    """Text from claims/configs in Markdown: HTML-escaped, so no renderer runs it as markup."""
-    return html.escape(str(text), quote=False)
+    """Text from claims/configs in Markdown: ``&`` and ``<`` escaped, so no renderer runs it as
+    markup (``>`` is left alone: harmless mid-line, and arrows like ``->`` stay readable)."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;")
 
 
 def _md_escape_cell(text: str) -> str:

@@ -82,4 +82,4 @@ def test_markdown_escapes_markup_from_claims(tmp_path):
     out = _make_run(tmp_path)
     md = (out / "report.md").read_text()
     outside_code = md.split("```json")[0]
-    assert "<script>" not in outside_code and "&lt;script&gt;" in outside_code
+    assert "<script>" not in outside_code and "&lt;script>" in outside_code
