@@ -125,6 +125,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted; finished claims are saved: rerun with --resume to continue", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `icl-verify list | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except _UserError as exc:
         print(f"icl-verify: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -31,12 +31,33 @@ __all__ = [
     "summarize_instances",
     "search_counterexample",
     "stable_hash",
+    "collect_claims",
 ]
 
 TIERS = ("symbolic", "exact", "property", "montecarlo", "trained")
 PROFILES = ("quick", "standard", "paper")
 
 TierFn = Callable[["Context"], TierResult]
+
+
+def collect_claims(package: str, submodules: Sequence[str], order: Sequence[str]) -> list["Claim"]:
+    """The ``CLAIMS`` of a paper package's submodules, in catalogue ``order`` (others after).
+
+    A submodule that does not exist yet is skipped; any other import error is raised.
+    """
+    import importlib
+
+    found = {}
+    for name in submodules:
+        try:
+            mod = importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{package}.{name}":
+                continue
+            raise
+        for c in mod.CLAIMS:
+            found[c.id] = c
+    return [found[i] for i in order if i in found] + [c for i, c in found.items() if i not in order]
 
 
 def stable_hash(text: str) -> int:

@@ -9,24 +9,11 @@ standard vs disentangled transformer, N.K8 / N.K9 the constructions of Knowls 8 
 """
 from __future__ import annotations
 
-import importlib
+from ..base import collect_claims
+
 
 _ORDER = ("N.T", "N.K3", "N.K1", "N.K4", "N.K7", "N.K8", "N.K9", "N.K10", "N.E")
 _SUBMODULES = ("task", "gradient", "constructions", "trained")
 
 
-def _collect():
-    found = {}
-    for name in _SUBMODULES:
-        try:
-            mod = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                continue
-            raise
-        for c in mod.CLAIMS:
-            found[c.id] = c
-    return [found[i] for i in _ORDER if i in found] + [c for i, c in found.items() if i not in _ORDER]
-
-
-CLAIMS = _collect()
+CLAIMS = collect_claims(__name__, _SUBMODULES, _ORDER)

@@ -8,24 +8,11 @@ Submodules group the claims by the machinery they use: ``bma`` (W.L1, W.P1),
 """
 from __future__ import annotations
 
-import importlib
+from ..base import collect_claims
+
 
 _ORDER = ("W.L1", "W.T1", "W.P1", "W.L2", "W.L3", "W.L4", "W.T2", "W.T3", "W.P2", "W.E1", "W.E2")
 _SUBMODULES = ("bma", "construction", "information", "identifiability", "dynamics", "continuous", "trained")
 
 
-def _collect():
-    found = {}
-    for name in _SUBMODULES:
-        try:
-            mod = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                continue
-            raise
-        for c in mod.CLAIMS:
-            found[c.id] = c
-    return [found[i] for i in _ORDER if i in found] + [c for i, c in found.items() if i not in _ORDER]
-
-
-CLAIMS = _collect()
+CLAIMS = collect_claims(__name__, _SUBMODULES, _ORDER)

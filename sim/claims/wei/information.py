@@ -14,6 +14,12 @@ from ..inputs import default_root, record_matrix, w_instances
 
 ROUNDOFF = 1e-12
 
+# Instances per profile, shared by W.L2-W.L4 (W.L2 adds its symbolic tier).
+_SIZES = {"quick": dict(n_matrices=4, dims=(2, 3, 5), H=7, max_d=4, max_H=7, max_examples=150),
+          "standard": dict(n_matrices=10, dims=(2, 3, 5, 8), H=9, max_d=5, max_H=8, max_examples=600),
+          "paper": dict(n_matrices=20, dims=(2, 3, 5, 10), H=10, max_d=6, max_H=10, max_examples=2000)}
+_SETTINGS = {p: {"tiers": ("exact", "property"), **v} for p, v in _SIZES.items()}
+
 
 # ------------------------------------------------------------------------------ W.L2 (DPI) --
 def _triple_joint(pi, tree, h, hp, root, mechanism="tree", copy_weight=0.9):
@@ -150,14 +156,7 @@ W_L2 = Claim(
                "checked exactly for every position pair, stationary and uniform root laws."),
     assumptions=("Markov chain x_h' -> x_pa(h) -> x_h",),
     checks={"symbolic": _w_l2_symbolic, "exact": _w_l2_exact, "property": _w_l2_property},
-    settings={
-        "quick": {"tiers": ("symbolic", "exact", "property"), "n_matrices": 4, "dims": (2, 3, 5), "H": 7,
-                  "max_d": 4, "max_H": 7, "max_examples": 150},
-        "standard": {"tiers": ("symbolic", "exact", "property"), "n_matrices": 10, "dims": (2, 3, 5, 8), "H": 9,
-                     "max_d": 5, "max_H": 8, "max_examples": 600},
-        "paper": {"tiers": ("symbolic", "exact", "property"), "n_matrices": 20, "dims": (2, 3, 5, 10), "H": 10,
-                  "max_d": 6, "max_H": 10, "max_examples": 2000},
-    },
+    settings={p: {"tiers": ("symbolic", "exact", "property"), **v} for p, v in _SIZES.items()},
     params={"factor": 1.0},
     prior_dependent=True,
 )
@@ -333,14 +332,7 @@ W_L3 = Claim(
                "alpha <= 1; there the engine checks whether any strict contraction (ratio < 1) survives."),
     assumptions=_L3_ASSUMPTIONS,
     checks={"exact": _w_l3_exact, "property": _w_l3_property},
-    settings={
-        "quick": {"tiers": ("exact", "property"), "n_matrices": 4, "dims": (2, 3, 5), "H": 7, "max_d": 4,
-                  "max_H": 7, "max_examples": 150},
-        "standard": {"tiers": ("exact", "property"), "n_matrices": 10, "dims": (2, 3, 5, 8), "H": 9, "max_d": 5,
-                     "max_H": 8, "max_examples": 600},
-        "paper": {"tiers": ("exact", "property"), "n_matrices": 20, "dims": (2, 3, 5, 10), "H": 10, "max_d": 6,
-                  "max_H": 10, "max_examples": 2000},
-    },
+    settings=_SETTINGS,
     params={"bound": lambda delta, gamma: 1.0 - delta * gamma},
     prior_dependent=True,
 )
@@ -461,14 +453,7 @@ W_L4 = Claim(
                "every pi, zeros included. Equality cases are counted."),
     assumptions=_L4_ASSUMPTIONS,
     checks={"exact": _w_l4_exact, "property": _w_l4_property},
-    settings={
-        "quick": {"tiers": ("exact", "property"), "n_matrices": 4, "dims": (2, 3, 5), "H": 7, "max_d": 4,
-                  "max_H": 7, "max_examples": 150},
-        "standard": {"tiers": ("exact", "property"), "n_matrices": 10, "dims": (2, 3, 5, 8), "H": 9, "max_d": 5,
-                     "max_H": 8, "max_examples": 600},
-        "paper": {"tiers": ("exact", "property"), "n_matrices": 20, "dims": (2, 3, 5, 10), "H": 10, "max_d": 6,
-                  "max_H": 10, "max_examples": 2000},
-    },
+    settings=_SETTINGS,
     params={"shift": 0.0},
     prior_dependent=True,
 )
