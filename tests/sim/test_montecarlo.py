@@ -1,0 +1,48 @@
+import math
+
+import numpy as np
+import pytest
+
+from sim.montecarlo import Estimate, difference, mean_estimate, proportion_estimate, weighted_mean_estimate
+
+
+def test_mean_estimate_standard_error():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    e = mean_estimate(x, seed=3)
+    assert e.value == 2.5 and e.n == 4 and e.seed == 3
+    assert math.isclose(e.stderr, x.std(ddof=1) / 2)
+
+
+def test_mean_estimate_covers_truth_at_nominal_rate():
+    rng = np.random.default_rng(0)
+    hits = sum(abs(mean_estimate(rng.exponential(size=200)).value - 1.0) < 2 * mean_estimate(
+        rng.exponential(size=200)).stderr for _ in range(400))
+    assert hits > 330  # about 95 % coverage; a wrong standard error (e.g. /n) would give far fewer
+
+
+def test_mean_estimate_rejects_bad_input():
+    with pytest.raises(ValueError, match="at least 2"):
+        mean_estimate([1.0])
+    with pytest.raises(ValueError, match="non-finite"):
+        mean_estimate([1.0, float("nan")])
+
+
+def test_proportion_never_claims_zero_error():
+    e = proportion_estimate(0, 1000)
+    assert e.value == 0 and e.stderr > 0
+    e = proportion_estimate(1000, 1000)
+    assert e.value == 1 and e.stderr > 0
+
+
+def test_weighted_mean_and_difference():
+    e = weighted_mean_estimate([1.0, 2.0, 3.0], [2.0, 1.0, 0.0])
+    assert math.isclose(e.value, (2 + 2 + 0) / 3)
+    d = difference(Estimate(1.0, 0.3, 10), Estimate(0.5, 0.4, 10))
+    assert math.isclose(d.value, 0.5) and math.isclose(d.stderr, 0.5)
+    paired = difference(None, None, paired_samples=[0.1, 0.3, 0.2])
+    assert math.isclose(paired.value, 0.2)
+
+
+def test_estimate_to_number_keeps_everything():
+    n = Estimate(0.25, 0.01, 400, seed=9).number("p", tolerance=0.05, note="x")
+    assert (n.value, n.stderr, n.n, n.seed, n.tolerance, n.kind) == (0.25, 0.01, 400, 9, 0.05, "montecarlo")
