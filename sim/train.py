@@ -30,7 +30,11 @@ __all__ = ["Stage", "TrainConfig", "TrainLog", "train", "make_generator"]
 
 @dataclass(frozen=True)
 class Stage:
-    """Train the parameters whose names start with any of ``params`` (all if empty)."""
+    """Train the parameters whose names start with any of ``params`` (all if empty).
+
+    ``weight_decay`` applies to the trained parameters whose names start with any of
+    ``decay_params`` (all trained parameters if empty).
+    """
 
     steps: int
     lr: float
@@ -38,6 +42,7 @@ class Stage:
     optimizer: str = "adam"  # adam | sgd (plain gradient descent)
     schedule: str = "constant"  # constant | cosine
     weight_decay: float = 0.0
+    decay_params: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.steps < 0:
@@ -91,18 +96,30 @@ def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Gener
     return g
 
 
-def _stage_params(model: torch.nn.Module, stage: Stage) -> list[torch.nn.Parameter]:
+def _stage_named_params(model: torch.nn.Module, stage: Stage) -> list[tuple[str, torch.nn.Parameter]]:
     named = list(model.named_parameters())
-    chosen = [p for n, p in named if not stage.params or any(n.startswith(k) for k in stage.params)]
+    chosen = [(n, p) for n, p in named if not stage.params or any(n.startswith(k) for k in stage.params)]
     if not chosen:
         raise ValueError(f"stage trains {stage.params}, but the model's parameters are {[n for n, _ in named]}")
     return chosen
 
 
-def _optimizer(stage: Stage, params):
+def _stage_params(model: torch.nn.Module, stage: Stage) -> list[torch.nn.Parameter]:
+    return [p for _, p in _stage_named_params(model, stage)]
+
+
+def _optimizer(stage: Stage, named):
+    decayed = [p for n, p in named if not stage.decay_params or any(n.startswith(k) for k in stage.decay_params)]
+    if not decayed:
+        raise ValueError(f"decay_params {stage.decay_params} match none of the trained parameters "
+                         f"{[n for n, _ in named]}")
+    rest = [p for n, p in named if all(p is not q for q in decayed)]
+    groups = [{"params": decayed, "weight_decay": stage.weight_decay}]
+    if rest:
+        groups.append({"params": rest, "weight_decay": 0.0})
     if stage.optimizer == "adam":
-        return torch.optim.Adam(params, lr=stage.lr, weight_decay=stage.weight_decay)
-    return torch.optim.SGD(params, lr=stage.lr, weight_decay=stage.weight_decay)
+        return torch.optim.Adam(groups, lr=stage.lr)
+    return torch.optim.SGD(groups, lr=stage.lr)
 
 
 def _lr_at(stage: Stage, k: int) -> float:
@@ -167,13 +184,14 @@ def train(model: torch.nn.Module, sample: Callable[[torch.Generator, int], Any],
         step += stage.steps
         if step <= start_step:
             continue
-        params = _stage_params(model, stage)
+        named = _stage_named_params(model, stage)
+        params = [p for _, p in named]
         frozen = [p for p in model.parameters() if all(p is not q for q in params)]
         for p in frozen:
             p.requires_grad_(False)
         for p in params:
             p.requires_grad_(True)
-        opt = _optimizer(stage, params)
+        opt = _optimizer(stage, named)
         if opt_state is not None and opt_state.get("stage") == stage_index:
             opt.load_state_dict(opt_state["state"])
         opt_state = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,13 +27,14 @@ from theory.strategies import MAX_SYMMETRIZED_D, permutation_symmetrized
 from ...montecarlo import mean_estimate
 from ...priors import Dirichlet, Floor
 from ...sampling import sample_n_prompts
-from ...verdict import Number, Outcome, TierResult, compare
+from ...verdict import Assumption, Number, Outcome, TierResult, compare, tier_verdict
 from ..base import Claim, Context, InstanceCheck, Source, property_tier, summarize_instances
-from ..inputs import record_matrix
+from ..inputs import batch_chain_structure, record_matrix
 from .constructions import _OneThread
-from .task import n_graph
+from .task import A_APERIODIC, A_IRREDUCIBLE, n_graph, replace_assumptions
 
-__all__ = ["FinitePrior", "symmetric_finite_prior", "skewed_prior", "gamma_parts", "N_K3", "CLAIMS"]
+__all__ = ["FinitePrior", "symmetric_finite_prior", "skewed_prior", "gamma_parts", "PriorFacts", "prior_facts",
+           "finite_from_draws", "user_finite_prior", "N_K3", "CLAIMS"]
 
 ROUNDOFF = 1e-12
 ASSUMPTIONS = (
@@ -40,7 +42,14 @@ ASSUMPTIONS = (
     "non-degeneracy: sum_s ||pi(.|s) - mu_pi||^2 >= gamma^2/S, gamma > 0",
     "permutation symmetry and uniform mean E[pi] = 11^T/S",
     "root fraction |R|/T <= 1 - gamma, gamma > 0",
+    A_IRREDUCIBLE,
+    A_APERIODIC,
 )
+A_LOWER, A_NONDEG, A_SYM, A_ROOTS = ASSUMPTIONS[:4]
+#: Largest finite support of a user's prior used as it is (its atoms are the finite prior).
+MAX_OWN_ATOMS = 200
+#: Entry floor (times 1/S) of the balancing atom when the draws have a zero entry.
+BALANCE_FLOOR = 0.01
 
 
 # ------------------------------------------------------------------------- finite priors --
@@ -115,22 +124,173 @@ def skewed_prior(e: float = 0.01) -> FinitePrior:
     return symmetric_finite_prior(base, floor=2 * e, label=f"skewed hand-built prior (e = {e:g})")
 
 
-def _prior_atoms(prior, S: int, k: int, rng) -> np.ndarray:
-    return (prior if prior.d is not None else prior.bind(S)).sample(rng, k)
+@dataclass
+class PriorFacts:
+    """What is known about a user's prior at ``S`` states, and how its finite stand-in was built.
+
+    ``entry_infimum``, ``symmetric`` and ``mean_uniform`` are the prior's own properties (closed
+    form from :mod:`sim.priors` when known, else estimated from draws; ``None`` = unknown);
+    ``structure`` is N Knowl 2 on the candidate draws (or the atoms) that were looked at."""
+
+    spec: str
+    S: int
+    entry_infimum: float | None
+    symmetric: bool | None
+    symmetric_how: str
+    mean_uniform: bool | None
+    mean_how: str
+    structure: dict = field(default_factory=dict)
+    left_out: int = 0  # candidates without a unique stationary law (g is undefined there)
+    construction: str = ""
+
+    def record(self) -> dict:
+        n = self.structure["irreducible"].size if self.structure else 0
+        return {"user prior": self.spec, "S": self.S, "construction": self.construction,
+                "prior ess inf min pi": self.entry_infimum, "prior permutation-symmetric": self.symmetric,
+                "symmetry decided by": self.symmetric_how, "prior mean uniform": self.mean_uniform,
+                "mean decided by": self.mean_how, "candidates examined": n,
+                "candidates without a unique stationary law (left out)": self.left_out}
 
 
-def _mean_trace_consistent(ctx, prior, S: int) -> tuple[bool, str]:
-    """Is ``E[trace pi] = 1`` (uniform mean, given permutation symmetry) plausible for a user prior?"""
-    n = int(ctx.settings.get("mean_trace_samples", 4000))
-    seed = ctx.seed_for(f"mean-trace/S={S}")
-    tr = np.trace(_prior_atoms(prior, S, n, np.random.default_rng(seed)), axis1=1, axis2=2)
-    est = mean_estimate(tr, seed)
-    ok = abs(est.value - 1.0) <= ctx.z * est.stderr + 1e-12
-    return ok, f"E[trace pi] = {est.value:.5g} ± {est.stderr:.2g} (n={n}, seed {seed})"
+def _symmetry_estimate(mats: np.ndarray, z: float) -> tuple[bool, str]:
+    """Whether relabelling-invariance is consistent with draws ``(n, S, S)``: every diagonal entry
+    has the mean of ``pi[0,0]``, every off-diagonal one that of ``pi[0,1]`` (paired z-tests,
+    Bonferroni at the level of ``z``). A rejection proves asymmetry (at that level); passing is
+    consistency, not proof."""
+    from scipy import stats as sstats
+
+    n, S, _ = mats.shape
+    tests = []
+    for (s0, t0), group in (((0, 0), [(i, i) for i in range(S)]),
+                            ((0, 1), [(i, j) for i in range(S) for j in range(S) if i != j])):
+        for (i, j) in group:
+            if (i, j) == (s0, t0):
+                continue
+            diff = mats[:, i, j] - mats[:, s0, t0]
+            se = diff.std(ddof=1) / math.sqrt(n)
+            excess = max(abs(diff.mean()) - ROUNDOFF, 0.0)
+            zz = 0.0 if excess == 0 else (excess / se if se > 0 else math.inf)
+            tests.append((zz, f"E[pi[{i},{j}]] - E[pi[{s0},{t0}]] = {diff.mean():.3g} ± {se:.2g}"))
+    if not tests:
+        return True, "one state"
+    alpha = math.erfc(z / math.sqrt(2)) / len(tests)
+    z_crit = float(sstats.norm.isf(alpha / 2))
+    worst = max(tests, key=lambda t: t[0])
+    if worst[0] > z_crit:
+        return False, f"estimated from {n} draws: not relabelling-invariant ({worst[1]}, z = {worst[0]:.3g} > {z_crit:.3g})"
+    return True, (f"estimated from {n} draws: consistent with relabelling-invariance (largest z = {worst[0]:.3g}, "
+                  f"Bonferroni threshold {z_crit:.3g}); not a proof")
 
 
-def _exact_priors(ctx) -> list[tuple[FinitePrior, str]]:
-    """``(prior, note)`` pairs for the exact tier: the default family, or orbits of draws from a user prior."""
+def _mean_estimate(mats: np.ndarray, symmetric: bool, z: float) -> tuple[bool, str]:
+    """Whether ``E[pi] = 11^T/S`` is consistent with draws: the mean trace against 1 when the
+    prior is symmetric (its mean is then ``a I + b 11^T``), every entry otherwise (Bonferroni)."""
+    from scipy import stats as sstats
+
+    n, S, _ = mats.shape
+    if symmetric:
+        tr = np.trace(mats, axis1=1, axis2=2)
+        m, se = float(tr.mean()), float(tr.std(ddof=1) / math.sqrt(n))
+        ok = abs(m - 1.0) <= z * se + 1e-12
+        return ok, f"estimated from {n} draws: E[trace pi] = {m:.5g} ± {se:.2g} ({'consistent with' if ok else 'not'} 1)"
+    dev = mats.mean(0) - 1.0 / S
+    se = mats.std(0, ddof=1) / math.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zs = np.where(np.abs(dev) <= ROUNDOFF, 0.0, np.abs(dev) / np.where(se > 0, se, np.inf))
+    z_crit = float(sstats.norm.isf(math.erfc(z / math.sqrt(2)) / (S * S) / 2))
+    ok = bool(zs.max() <= z_crit)
+    return ok, f"estimated from {n} draws: largest |E[pi] - 1/S| z-score {zs.max():.3g} (threshold {z_crit:.3g})"
+
+
+def prior_facts(ctx, S: int) -> PriorFacts:
+    """The user's prior's facts at ``S`` states (closed form first, else from draws)."""
+    prior = ctx.prior if ctx.prior.d is not None else ctx.prior.bind(S)
+    sym, mean = prior.symmetric(), prior.mean_matrix()
+    sym_how = "closed form (sim.priors)" if sym is not None else ""
+    mean_ok = None if mean is None else bool(np.abs(mean - 1.0 / S).max() <= 1e-12)
+    mean_how = ("closed form: E[pi] = 11^T/S" if mean_ok else
+                f"closed form: E[trace pi] = {np.trace(mean):.5g}, max |E[pi] - 1/S| = "
+                f"{np.abs(mean - 1.0 / S).max():.3g}") if mean is not None else ""
+    if sym is None or mean_ok is None:
+        n = int(ctx.settings.get("mean_trace_samples", 4000))
+        seed = ctx.seed_for(f"facts/S={S}")
+        mats = prior.sample(np.random.default_rng(seed), n)
+        if sym is None:
+            sym, sym_how = _symmetry_estimate(mats, ctx.z)
+            sym_how += f" (seed {seed})"
+        if mean_ok is None:
+            mean_ok, mean_how = _mean_estimate(mats, bool(sym), ctx.z)
+            mean_how += f" (seed {seed})"
+    return PriorFacts(prior.spec(), S, prior.entry_infimum(), sym, sym_how, mean_ok, mean_how)
+
+
+def finite_from_draws(base: np.ndarray, facts: PriorFacts, label: str) -> FinitePrior:
+    """The finite stand-in for a user's prior from draws ``base`` ``(k, S, S)``: the orbit under
+    every relabelling when the prior is symmetric (balanced to mean trace 1 when its mean is
+    uniform, as for the tool's own priors), else the draws with equal weights."""
+    floor = float(base.min())
+    if facts.symmetric:
+        # The balancing atom has entries >= floor; with floor 0 it would be the identity (reducible) or,
+        # at S = 2, the flip (periodic): keep it irreducible and aperiodic with a small positive floor.
+        bal_floor = floor if floor > 0 else BALANCE_FLOOR / base.shape[-1]
+        fp = symmetric_finite_prior(base, bal_floor, uniform_mean=bool(facts.mean_uniform), label=label)
+        fp.floor = floor
+        facts.construction = ("orbit of the draws under all S! relabellings (the prior is symmetric: "
+                              f"{facts.symmetric_how})" + (", balanced to E[trace pi] = 1 by a permutation-invariant "
+                                                           "atom (the prior's mean is uniform: " + facts.mean_how + ")"
+                                                           if facts.mean_uniform and fp.balance_atom is not None else
+                                                           "" if facts.mean_uniform else
+                                                           f", not balanced (the prior's mean is not uniform: "
+                                                           f"{facts.mean_how})"))
+        return fp
+    facts.construction = ("the draws with equal weights, not symmetrised (the prior is not relabelling-invariant: "
+                          f"{facts.symmetric_how})")
+    w = np.full(base.shape[0], 1.0 / base.shape[0])
+    return FinitePrior(base, w, base=base, floor=floor, label=label + " (not symmetrised)")
+
+
+def user_finite_prior(ctx, S: int, purpose: str, k: int) -> tuple[FinitePrior | None, PriorFacts]:
+    """A finite prior standing in for the user's prior at ``S`` states, and the facts behind it.
+
+    A prior with a small finite support is used as it is (its atoms and weights). Otherwise
+    ``k`` draws with a unique stationary law (N's task and g need mu_pi; the others are left
+    out and counted) go through :func:`finite_from_draws`. ``None`` when no candidate has a
+    unique stationary law."""
+    facts = prior_facts(ctx, S)
+    prior = ctx.prior if ctx.prior.d is not None else ctx.prior.bind(S)
+    atoms = prior.atoms()
+    if atoms is not None and len(atoms[0]) <= MAX_OWN_ATOMS:
+        w, mats = atoms
+        st = batch_chain_structure(mats)
+        facts.structure = st
+        keep = st["unique stationary law"]
+        facts.left_out = int((~keep).sum())
+        facts.construction = "the prior's own atoms and weights (finite support)" + (
+            f"; {facts.left_out} atoms without a unique stationary law left out, the rest renormalised"
+            if facts.left_out else "")
+        if not keep.any():
+            return None, facts
+        return FinitePrior(mats[keep], w[keep] / w[keep].sum(), base=mats[keep], floor=float(mats[keep].min()),
+                           label=f"atoms of {prior.spec()}, S={S}"), facts
+    rng = ctx.rng(purpose)
+    cand = prior.sample(rng, max(20 * k, 40))
+    st = batch_chain_structure(cand)
+    idx = np.flatnonzero(st["unique stationary law"])
+    last = int(idx[k - 1]) + 1 if idx.size >= k else cand.shape[0]  # examined up to the k-th usable draw
+    facts.structure = {key: v[:last] for key, v in st.items()}
+    facts.left_out = int((~facts.structure["unique stationary law"]).sum())
+    if idx.size == 0:
+        return None, facts
+    base = cand[idx[:k]]
+    fp = finite_from_draws(base, facts, f"{base.shape[0]} draws of {prior.spec()}, S={S}")
+    if facts.left_out:
+        facts.construction += f"; {facts.left_out} earlier draws without a unique stationary law were left out"
+    return fp, facts
+
+
+def _exact_priors(ctx) -> list[tuple[FinitePrior | None, str, PriorFacts | None]]:
+    """``(prior, note, facts)`` triples for the exact tier: the default family, or a finite stand-in
+    for the user's prior at each size (``prior`` None when it has none, see user_finite_prior)."""
     s = ctx.settings
     out = []
     if ctx.prior is None:
@@ -140,19 +300,68 @@ def _exact_priors(ctx) -> list[tuple[FinitePrior, str]]:
                 base = Floor(Dirichlet(a), gamma).bind(S).sample(rng, k)
                 out.append((symmetric_finite_prior(
                     base, gamma / S, uniform_mean=s.get("uniform_mean", True),
-                    label=f"orbit of {k} floor(dirichlet({a:g}), gamma={gamma:g}) draws, S={S}"), ""))
+                    label=f"orbit of {k} floor(dirichlet({a:g}), gamma={gamma:g}) draws, S={S}"), "", None))
         if s.get("skewed", True):
-            out.append((skewed_prior(), ""))
+            out.append((skewed_prior(), "", None))
         return out
     dims = [ctx.prior.d] if ctx.prior.d is not None else list(s["dims"])
     for S in dims:
-        rng = ctx.rng(f"pi/S={S}")
-        base = _prior_atoms(ctx.prior, S, int(s.get("user_atoms", 2)), rng)
-        ok, note = _mean_trace_consistent(ctx, ctx.prior, S)
-        fp = symmetric_finite_prior(base, float(base.min()), uniform_mean=ok and s.get("uniform_mean", True),
-                                    label=f"orbit of {base.shape[0]} draws of {ctx.prior.spec()}, S={S}")
-        out.append((fp, note + ("; consistent with 1: the orbit is balanced to mean trace 1" if ok else
-                                "; not 1: the orbit is left as is")))
+        fp, facts = user_finite_prior(ctx, S, f"pi/S={S}", int(s.get("user_atoms", 2)))
+        out.append((fp, facts.construction, facts))
+    return out
+
+
+def _flags(fp: FinitePrior, facts: PriorFacts | None, parents) -> tuple[dict[str, bool], dict]:
+    """N Knowl 10's and Knowl 2's assumptions on the finite prior used (and, for the lower bound,
+    the user's prior's own essential infimum), with the numbers behind them."""
+    pis, _ = fp.live()
+    st = batch_chain_structure(pis)
+    mean_dev, sym_defect = _symmetry_defects(fp)
+    parts = gamma_parts(fp, parents)
+    lower = parts["gamma (lower bound) = S min pi"] > 0 and not (facts is not None and facts.entry_infimum == 0)
+    flags = {A_LOWER: bool(lower),
+             A_NONDEG: parts["gamma (non-degeneracy) = sqrt(S min_pi sum_s ||pi(.|s) - mu||^2)"] > 0,
+             A_SYM: mean_dev <= 1e-12 and sym_defect <= 1e-12,
+             A_ROOTS: parts["gamma (root fraction) = 1 - |R|/T"] > 0,
+             A_IRREDUCIBLE: bool(st["irreducible"].all()),
+             A_APERIODIC: bool(st["aperiodic"].all())}
+    return flags, {"parts": parts, "mean_dev": mean_dev, "sym_defect": sym_defect}
+
+
+def _prior_level_assumptions(pairs: list[tuple[PriorFacts, FinitePrior | None]]) -> list[Assumption]:
+    """The user's prior's own findings (one ``(facts, finite prior)`` pair per size S), replacing the
+    per-instance counts for the assumptions that are about the prior: the lower bound (its
+    essential infimum), irreducibility and aperiodicity (every draw examined)."""
+    def by_size(texts):
+        texts = list(texts)
+        if len(set(t for _, t in texts)) == 1:
+            return texts[0][1]
+        return "; ".join(f"S={S}: {t}" for S, t in texts)
+
+    inf_known = [f.entry_infimum for f, _ in pairs]
+    mins = [(f.S, float(fp.live()[0].min()) if fp is not None else float("nan")) for f, fp in pairs]
+    lower_ok = all(v != 0 for v in inf_known) and all(m > 0 for _, m in mins)
+    if any(v == 0 for v in inf_known):
+        head = ("the prior's essential infimum of min pi is 0, so no gamma > 0 bounds every draw (N Knowl 10 (1) is "
+                "almost sure), whatever the smallest entry of its finite stand-in")
+    elif any(v is None for v in inf_known):
+        head = "the prior's essential infimum of min pi is not known in closed form: judged on the finite stand-in"
+    else:
+        head = f"the prior's essential infimum of min pi is {min(inf_known):.4g} > 0"
+    out = [Assumption(A_LOWER, bool(lower_ok), head + "; smallest entry of the finite prior used: "
+                      + ", ".join(f"{m:.3g} (S={S})" for S, m in mins))]
+    for name, key in ((A_IRREDUCIBLE, "irreducible"), (A_APERIODIC, "aperiodic")):
+        texts, ok = [], True
+        for f, _ in pairs:
+            st = f.structure
+            n = st[key].size if st else 0
+            bad = int((~st[key]).sum()) if st else 0
+            ok &= bad == 0
+            t = f"held on all {n} draws examined" if bad == 0 else f"failed on {bad} of {n} draws examined"
+            if key == "irreducible" and f.left_out:
+                t += f" ({f.left_out} without a unique stationary law, left out: g divides by mu_pi)"
+            texts.append((f.S, t))
+        out.append(Assumption(name, ok, by_size(texts) + " (how the finite prior was built: see the records)"))
     return out
 
 
@@ -200,7 +409,7 @@ def _brute_force_signal(fp: FinitePrior, parents) -> np.ndarray:
     for p, wk in zip(pis, w):
         mu = stationary(p)
         pmf = sequence_pmf(p, parents, root=mu).reshape([fp.S] * T)
-        ratio = p / mu[None, :]
+        ratio = np.divide(p, mu[None, :], out=np.zeros_like(p), where=mu[None, :] > 0)  # mu = 0: no mass
         for i in range(T):
             for j in range(i + 1):
                 if i == j:
@@ -220,7 +429,9 @@ def _middle_terms(fp: FinitePrior) -> dict[str, float]:
     for p, wk in zip(pis, w):
         mu = stationary(p)
         Bu = p - mu[None, :]
-        Bn = np.sqrt(mu)[:, None] * Bu / np.sqrt(mu)[None, :]
+        # states with mu = 0 (transient) carry no mass in the weighted B
+        Bn = np.sqrt(mu)[:, None] * np.divide(Bu, np.sqrt(mu)[None, :], out=np.zeros_like(Bu),
+                                              where=mu[None, :] > 0)
         eta = eta_chi2(p, mu)
         out["dobrushin"] += wk * (1 - dobrushin(p)) / 2 * float((Bu ** 2).sum())
         out["eta_chi2"] += wk * (1 - eta) / 2 * float((Bn ** 2).sum())
@@ -275,21 +486,25 @@ def _k3_exact(ctx: Context) -> TierResult:
     n_inst = 0
     worst_ratio = math.inf
     bf_worst, bf_count = 0.0, 0
-    for fp, note in _exact_priors(ctx):
-        mean_dev, sym_defect = _symmetry_defects(fp)
+    user = []  # (facts, finite prior) of a user's prior, for its prior-level findings
+    for fp, note, facts in _exact_priors(ctx):
+        if facts is not None:
+            user.append((facts, fp))
+        if fp is None:  # no draw with a unique stationary law: g (and N's task) is undefined
+            checks.append(InstanceCheck({**{n: True for n in ASSUMPTIONS}, A_IRREDUCIBLE: False}, Outcome.UNDECIDED,
+                                        0.0, {**facts.record(), "why": "no draw of the prior examined has a unique "
+                                                                      "stationary law: g is undefined"}))
+            continue
         middles = _middle_terms(fp)
         for gname in s["graphs"]:
             par = n_graph(gname, T, rng_tree)
             a = _analyse(fp, par, ctx.params)
             parts, gamma = a["parts"], a["gamma"]
-            assumptions = {
-                ASSUMPTIONS[0]: parts["gamma (lower bound) = S min pi"] > 0,
-                ASSUMPTIONS[1]: parts["gamma (non-degeneracy) = sqrt(S min_pi sum_s ||pi(.|s) - mu||^2)"] > 0,
-                ASSUMPTIONS[2]: mean_dev <= 1e-12 and sym_defect <= 1e-12,
-                ASSUMPTIONS[3]: parts["gamma (root fraction) = 1 - |R|/T"] > 0,
-            }
+            assumptions, info = _flags(fp, facts, par)
+            mean_dev, sym_defect = info["mean_dev"], info["sym_defect"]
             n_inst += 1
-            base = {**fp.record(), "graph": gname, "parents": par.tolist(), "gamma": gamma,
+            base = {**fp.record(), **({} if facts is None else facts.record()), "graph": gname,
+                    "parents": par.tolist(), "gamma": gamma,
                     **{k: v for k, v in parts.items() if k != "gamma"}, "max |E[pi] - 11^T/S|": mean_dev,
                     "permutation-symmetry defect": sym_defect, "note": note}
             i_w, j_w = a["pair"]
@@ -329,6 +544,8 @@ def _k3_exact(ctx: Context) -> TierResult:
     res = summarize_instances("exact", checks, ASSUMPTIONS,
                               what="Knowl 3 on finite priors: identity, gap bound, zero rows of roots, zero diagonal",
                               numbers=numbers)
+    if user:  # the user's prior: lower bound and N Knowl 2 are about the prior
+        replace_assumptions(res, _prior_level_assumptions(user))
     for key, name in READING_NAMES.items():
         v = reading_viol[key]
         detail = (f"gap >= E[(1 - alpha)/2 ||B||_F^2] on all assumption-meeting pairs; middle term below the final "
@@ -358,18 +575,18 @@ def _formula(params, g: np.ndarray, S: int, T: int, beta0: float) -> np.ndarray:
     return F
 
 
-def _mc_prior(ctx) -> FinitePrior:
+def _mc_prior(ctx) -> tuple[FinitePrior | None, PriorFacts | None]:
+    """The finite prior of the Monte Carlo tier: the default orbit, or the user's prior's finite
+    stand-in built as in the exact tier (user_finite_prior: orbit and balancing when the prior
+    is symmetric with a uniform mean, its own atoms when it has a small finite support)."""
     s = ctx.settings
     S = int(s["mc_S"])
     if ctx.prior is None:
         a, gamma, k = s["mc_prior"]
         base = Floor(Dirichlet(a), gamma).bind(S).sample(ctx.rng("mc/pi"), k)
         return symmetric_finite_prior(base, gamma / S, label=f"orbit of {k} floor(dirichlet({a:g}), "
-                                                             f"gamma={gamma:g}) draws, S={S}")
-    S = ctx.prior.d or S
-    base = _prior_atoms(ctx.prior, S, int(s.get("user_atoms", 2)), ctx.rng("mc/pi"))
-    return symmetric_finite_prior(base, float(base.min()), uniform_mean=False,
-                                  label=f"orbit of {base.shape[0]} draws of {ctx.prior.spec()}, S={S}")
+                                                             f"gamma={gamma:g}) draws, S={S}"), None
+    return user_finite_prior(ctx, ctx.prior.d or S, "mc/pi", int(s.get("user_atoms", 2)))
 
 
 def _autograd_chunks(model, rng, pis, w, par, chunk, G, device):
@@ -399,8 +616,17 @@ def _k3_montecarlo(ctx: Context) -> TierResult:
     from ...models import ReducedModel
 
     s = ctx.settings
-    fp = _mc_prior(ctx)
+    fp, facts = _mc_prior(ctx)
+    what = "autograd gradient of the reduced model at init vs -(beta0/(S T)) J g"
+    if fp is None:
+        found = _prior_level_assumptions([(facts, None)])
+        return TierResult("montecarlo", tier_verdict(found, Outcome.UNDECIDED), Outcome.UNDECIDED,
+                          f"{what}: not evaluated — no draw of {facts.spec} examined has a unique stationary law",
+                          assumptions=found, counterexample=None,
+                          conclusion_without_assumptions="not evaluated: N's task (roots ~ mu_pi) and g are undefined "
+                                                         "on the draws that break it")
     S, beta0 = fp.S, float(s["beta0"])
+    prior_rec = {**fp.record(), **({} if facts is None else facts.record())}
     pis, w = fp.live()
     rng = ctx.rng("mc/sequences")
     seed = ctx.seed_for("mc/sequences")
@@ -409,9 +635,11 @@ def _k3_montecarlo(ctx: Context) -> TierResult:
     n_chunks, chunk = int(s["mc_chunks"]), int(s["mc_chunk"])
     for gname in s["mc_graphs"]:
         rows = []
+        flags = {}
         for T in s["mc_T"]:
             ctx.progress(f"N.K3 montecarlo {gname} T={T}")
             par = n_graph(gname, T)
+            flags, _ = _flags(fp, facts, par)
             g = nichani_gradient_signal(pis, par, w)
             F = _formula(ctx.params, g, S, T, beta0)
             F[T - 1] = 0.0  # the query's own row: N's derivation treats s_T separately
@@ -421,18 +649,22 @@ def _k3_montecarlo(ctx: Context) -> TierResult:
                 _autograd_chunks(model, rng, pis, w, par, chunk, G, ctx.device)
             G[:, T - 1] = 0.0
             fnorm2 = float((F * F).sum())
-            cos, cos_se = _jackknife(lambda M: float((M * F).sum() / math.sqrt((M * M).sum() * fnorm2)), G)
-            k_est = mean_estimate((G * F).sum(axis=(1, 2)) / fnorm2, seed)
-            Gm = G.mean(0)
-            se2 = (G.var(0, ddof=1) / n_chunks).sum()
-            rel = math.sqrt(max(float(((Gm - F) ** 2).sum()) - se2, 0.0) / fnorm2)
-            rows.append((T, cos, cos_se, k_est, rel))
             note = f"{gname}, S={S}, beta0={beta0:g}, {n_chunks}x{chunk} prompts"
-            numbers += [Number(f"cos(autograd, formula), {gname}, T={T}", cos, stderr=cos_se, n=n_chunks * chunk,
-                               seed=seed, kind="montecarlo", note=note + "; jackknife over chunks"),
-                        k_est.number(f"scale <grad, F>/<F, F>, {gname}, T={T}", note="1 in the limit"),
-                        Number(f"relative error ||grad - F|| / ||F||, {gname}, T={T}", rel, n=n_chunks * chunk,
-                               seed=seed, kind="montecarlo", note="noise-corrected (Monte Carlo variance removed)")]
+            if fnorm2 > 0:
+                cos, cos_se = _jackknife(lambda M: float((M * F).sum() / math.sqrt((M * M).sum() * fnorm2)), G)
+                k_est = mean_estimate((G * F).sum(axis=(1, 2)) / fnorm2, seed)
+                Gm = G.mean(0)
+                se2 = (G.var(0, ddof=1) / n_chunks).sum()
+                rel = math.sqrt(max(float(((Gm - F) ** 2).sum()) - se2, 0.0) / fnorm2)
+                rows.append((T, cos, cos_se, k_est, rel))
+                numbers += [Number(f"cos(autograd, formula), {gname}, T={T}", cos, stderr=cos_se, n=n_chunks * chunk,
+                                   seed=seed, kind="montecarlo", note=note + "; jackknife over chunks"),
+                            k_est.number(f"scale <grad, F>/<F, F>, {gname}, T={T}", note="1 in the limit"),
+                            Number(f"relative error ||grad - F|| / ||F||, {gname}, T={T}", rel, n=n_chunks * chunk,
+                                   seed=seed, kind="montecarlo", note="noise-corrected (Monte Carlo variance removed)")]
+            else:  # g = 0: the formula is identically 0 (no signal, e.g. every prompt is constant)
+                numbers.append(Number(f"||formula||^2, {gname}, T={T}", 0.0, note=note + "; g = 0 on this prior: "
+                                      "angle and scale undefined"))
             # The parent wins every row: paired per-chunk differences against the best competitor.
             worst = None
             for i in range(1, T - 1):
@@ -443,39 +675,46 @@ def _k3_montecarlo(ctx: Context) -> TierResult:
                 comp = [j for j in range(i + 1) if j != p]
                 j_star = comp[int(np.argmax(neg.mean(0)[comp]))]
                 d = mean_estimate(neg[:, p] - neg[:, j_star], seed)
-                out = compare(d.value, 0.0, stderr=d.stderr, z=z)
+                if d.stderr == 0 and d.value <= 0:
+                    out = Outcome.VIOLATED  # an exact tie (e.g. a zero gradient): the parent is no strict argmax
+                else:
+                    out = compare(d.value, 0.0, stderr=d.stderr, z=z)
                 margin = (d.value - z * d.stderr) / max(abs(float(neg.mean(0)[p])), 1e-300)
                 if worst is None or margin < worst[0]:
                     worst = (margin, out, i, p, j_star, d, neg.mean(0))
             if worst is not None:
                 margin, out, i, p, j_star, d, row = worst
-                checks.append(InstanceCheck({}, out, margin, {
+                checks.append(InstanceCheck(flags, out, margin, {
                     "conclusion": "argmax_j<=i of -grad A1[i, j] is p(i), for every non-root context position i",
                     "graph": gname, "T": T, "S": S, "worst row i": i, "p(i)": p, "best competitor j": j_star,
                     "-grad[i, p(i)] - (-grad[i, j])": d.value, "stderr": d.stderr, "-grad row i": row.tolist(),
-                    "prior": fp.record(), "seed": seed, "beta0": beta0}))
+                    "assumptions": flags, "prior": prior_rec, "seed": seed, "beta0": beta0}))
         curves[gname] = rows
+        if len(rows) < 2:
+            continue
         (T0, c0, s0, _, _), (T1, c1, s1, k1, _) = rows[0], rows[-1]
         out = compare(c1 - c0, 0.0, stderr=math.hypot(s0, s1), z=z)
-        checks.append(InstanceCheck({}, out, c1 - c0 - z * math.hypot(s0, s1), {
+        checks.append(InstanceCheck(flags, out, c1 - c0 - z * math.hypot(s0, s1), {
             "conclusion": "the formula's direction improves with T: cos(autograd, formula) grows from T_min to T_max",
             "graph": gname, "cos at T_min": c0, "cos at T_max": c1, "T_min": T0, "T_max": T1, "stderr": [s0, s1],
-            "prior": fp.record(), "seed": seed}))
+            "assumptions": flags, "prior": prior_rec, "seed": seed}))
         lo, hi = s["scale_window"]
         out = Outcome.HELD if lo + z * k1.stderr < k1.value < hi - z * k1.stderr else (
             Outcome.VIOLATED if not lo - z * k1.stderr <= k1.value <= hi + z * k1.stderr else Outcome.UNDECIDED)
-        checks.append(InstanceCheck({}, out, min(k1.value - lo, hi - k1.value) - z * k1.stderr, {
+        checks.append(InstanceCheck(flags, out, min(k1.value - lo, hi - k1.value) - z * k1.stderr, {
             "conclusion": f"the formula's scale is right within [{lo}, {hi}] at T_max: <grad, F>/<F, F>",
-            "graph": gname, "T_max": T1, "scale": k1.value, "stderr": k1.stderr, "prior": fp.record(), "seed": seed}))
+            "graph": gname, "T_max": T1, "scale": k1.value, "stderr": k1.stderr, "assumptions": flags,
+            "prior": prior_rec, "seed": seed}))
         Ts = np.array([r[0] for r in rows], dtype=float)
         rel = np.array([r[4] for r in rows])
         if np.all(rel > 0) and len(Ts) >= 2:
             slope = float(np.polyfit(np.log(Ts), np.log(rel), 1)[0])
             numbers.append(Number(f"log-log slope of the relative error in T, {gname}", slope,
                                   note="the theorem's error term is O(T_eff^-1/2), i.e. slope -1/2 asymptotically"))
-    res = summarize_instances("montecarlo", checks, [],
-                              what="autograd gradient of the reduced model at init vs -(beta0/(S T)) J g",
-                              numbers=numbers, budget="more prompts per T (mc_chunks x mc_chunk)")
+    res = summarize_instances("montecarlo", checks, ASSUMPTIONS, what=what, numbers=numbers,
+                              budget="more prompts per T (mc_chunks x mc_chunk)")
+    if facts is not None:
+        replace_assumptions(res, _prior_level_assumptions([(facts, fp)]))
     res.figures.append(_k3_figure(ctx, curves))
     return res
 
@@ -487,17 +726,24 @@ def _k3_figure(ctx, curves) -> str:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 4))
+    if not any(curves.values()):
+        ax.text(0.5, 0.5, "g = 0 on this prior: no formula to compare", ha="center", va="center",
+                transform=ax.transAxes)
+        curves = {}
+    else:
+        ax.set_xscale("log", base=2)
+        if any(v > 0 for rows in curves.values() for r in rows for v in (1 - r[1], r[4])):
+            ax.set_yscale("log")
     for gname, rows in curves.items():
         Ts = [r[0] for r in rows]
         ax.errorbar(Ts, [1 - r[1] for r in rows], yerr=[ctx.z * r[2] for r in rows], marker="o", capsize=3,
                     label=f"1 - cos, {gname}")
         ax.plot(Ts, [r[4] for r in rows], "--", marker="s", label=f"relative error, {gname}")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
     ax.set_xlabel("T (prompt length)")
     ax.set_ylabel("discrepancy to -(beta0/(S T)) J g (bars: z se)")
     ax.set_title("N.K3: autograd gradient at init vs formula")
-    ax.legend(fontsize=7)
+    if curves:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     path = ctx.figure_path("gradient-vs-T")
     fig.savefig(path, dpi=110)
@@ -512,44 +758,72 @@ def _k3_property(ctx: Context) -> TierResult:
     from theory.strategies import causal_trees, stochastic_matrices
 
     s = ctx.settings
+    facts_cache: dict[int, PriorFacts] = {}
+
+    def facts_for(S):
+        if S not in facts_cache:
+            facts_cache[S] = prior_facts(ctx, S)
+        return facts_cache[S]
 
     @st.composite
     def cases(draw):
-        S = draw(st.integers(2, s["max_d"]))
-        floor = draw(st.floats(0.02, 0.95)) / S
+        S = ctx.prior.d if ctx.prior is not None and ctx.prior.d is not None else draw(st.integers(2, s["max_d"]))
         k = draw(st.integers(1, 2))
         if ctx.prior is not None:
             strat = ctx.prior.strategy() if ctx.prior.d is not None else ctx.prior.bind(S).strategy()
             base = np.stack([draw(strat) for _ in range(k)])
-            floor = float(base.min())
+            facts = facts_for(S)
+            fp = finite_from_draws(base, facts, f"hypothesis draw of {facts.spec}")
         else:
+            floor = draw(st.floats(0.02, 0.95)) / S
             base = np.stack([draw(stochastic_matrices(S, min_entry=floor)) for _ in range(k)])
+            fp, facts = symmetric_finite_prior(base, floor, label="hypothesis draw"), None
         tree = draw(causal_trees(draw(st.integers(3, s["max_T"])), forest=True))
         par = tree.parents.copy()
         par[-1] = -1  # N's query is a root
-        return symmetric_finite_prior(base, floor, label="hypothesis draw"), par
+        if ctx.prior is not None and not (par[:-1] >= 0).any():
+            par[1] = 0  # a user's prior is on trial, not the graph: keep the root fraction below 1
+        return fp, par, facts
 
-    def analyse(case):
-        fp, par = case
-        return _analyse(fp, par, ctx.params)
+    def defined(case):
+        """g needs a unique stationary law for every atom (roots ~ mu_pi)."""
+        return bool(batch_chain_structure(case[0].live()[0])["unique stationary law"].all())
+
+    def assumptions_of(case):
+        fp, par, facts = case
+        if defined(case):
+            return _flags(fp, facts, par)[0]
+        pis = fp.live()[0]  # g is undefined; the flags that do not need mu_pi
+        st_ = batch_chain_structure(pis)
+        mean_dev, sym_defect = _symmetry_defects(fp)
+        return {A_LOWER: bool(pis.min() > 0) and not (facts is not None and facts.entry_infimum == 0),
+                A_NONDEG: True, A_SYM: mean_dev <= 1e-12 and sym_defect <= 1e-12,
+                A_ROOTS: bool((np.asarray(par) >= 0).any()), A_IRREDUCIBLE: False,
+                A_APERIODIC: bool(st_["aperiodic"].all())}
 
     def violates(case):
-        fp, par = case
-        if fp.S * fp.live()[0].min() <= 0 or _symmetry_defects(fp)[0] > 1e-12:
-            return False  # the property tier searches priors that meet the assumptions
-        a = analyse(case)
-        if a["gamma"] <= 0:
-            return False
+        """The gap bound fails (with this draw's gamma); where gamma = 0 the bound is 0, so the
+        check is that the parent still wins weakly."""
+        fp, par, _ = case
+        if not defined(case):
+            return False  # g is undefined: no conclusion to test
+        a = _analyse(fp, par, ctx.params)
         return a["gap"] < a["bound"] - ROUNDOFF * max(1.0, abs(a["gap"]))
 
     def record(case):
-        fp, par = case
-        a = analyse(case)
-        return {**fp.record(), "parents": par.tolist(), "gamma": a["gamma"], "smallest gap": a["gap"],
-                "bound": a["bound"], "pair (i, j)": list(a["pair"])}
+        fp, par, facts = case
+        rec = {**fp.record(), **({} if facts is None else facts.record()), "parents": par.tolist(),
+               "assumptions": assumptions_of(case)}
+        if defined(case):
+            a = _analyse(fp, par, ctx.params)
+            rec.update({"gamma": a["gamma"], "smallest gap": a["gap"], "bound": a["bound"],
+                        "pair (i, j)": list(a["pair"])})
+        return rec
 
-    return property_tier(ctx, cases(), violates, record,
-                         what="gap g[i,p(i)] - g[i,j] >= bound(gamma, S) on symmetric finite priors with uniform mean")
+    what = ("gap g[i,p(i)] - g[i,j] >= bound(gamma, S) on symmetric finite priors with uniform mean"
+            if ctx.prior is None else
+            f"gap g[i,p(i)] - g[i,j] >= bound(gamma, S) on finite priors built from draws of {ctx.prior.spec()}")
+    return property_tier(ctx, cases(), violates, record, what=what, assumptions_of=assumptions_of)
 
 
 N_K3 = Claim(
@@ -571,7 +845,14 @@ N_K3 = Claim(
                "A2 = beta0 I against -(beta0/(S T)) J(S(A1_i)) g_i (query row excluded): the parent is the argmax "
                "of every non-root row, the angle to the formula shrinks as T grows, and the scale is within a "
                "factor 2 at the largest T (the O(T_eff^-1/2) term is reported, not bounded). property: hypothesis "
-               "searches symmetric finite priors for a counterexample to the gap bound."),
+               "searches symmetric finite priors for a counterexample to the gap bound. Under a user's prior every "
+               "tier uses a finite stand-in for it (user_finite_prior): its own atoms when it has a small finite "
+               "support; else draws with a unique stationary law (the others are left out and counted: g and N's task "
+               "need mu_pi), symmetrised by all S! relabellings only when the prior is relabelling-invariant (closed "
+               "form from sim.priors, else a z-test on draws) and balanced to E[trace pi] = 1 only when the prior's "
+               "mean is uniform (closed form, else estimated). The assumptions are checked on the stand-in actually "
+               "used, except that the lower bound also fails when the prior's own essential infimum of min pi is 0, "
+               "and irreducibility / aperiodicity (N Knowl 2) are judged on every draw examined."),
     assumptions=ASSUMPTIONS,
     checks={"exact": _k3_exact, "montecarlo": _k3_montecarlo, "property": _k3_property},
     settings={

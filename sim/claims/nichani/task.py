@@ -23,15 +23,75 @@ from theory.dirichlet import add_alpha_predictive, bayes_quadrature_s2, dirichle
 from ...montecarlo import mean_estimate
 from ...priors import Dirichlet, Prior
 from ...sampling import batched_stationary, categorical, dirichlet_rows, sample_n_prompts
-from ...verdict import Number, Outcome, TierResult, compare
+from ...verdict import Assumption, Number, Outcome, TierResult, Verdict, compare, tier_verdict
 from ..base import Claim, Context, InstanceCheck, Source, summarize_instances
+from ..inputs import batch_chain_structure
 
-__all__ = ["N_S", "N_T", "N_ALPHA", "n_graph", "add_alpha_batch", "N_T_CLAIM", "CLAIMS"]
+__all__ = ["N_S", "N_T", "N_ALPHA", "n_graph", "add_alpha_batch", "A_DIRICHLET", "A_IRREDUCIBLE", "A_APERIODIC",
+           "draw_structure", "structure_assumptions", "replace_assumptions", "N_T_CLAIM", "CLAIMS"]
 
 #: N's sizes (``single_parent.py`` defaults): alphabet, prompt length, Dirichlet concentration.
 N_S, N_T, N_ALPHA = 10, 20, 0.1
 ROUNDOFF = 1e-12
 GRAPHS = ("chain", "icl", "random")
+#: Largest number of prompts the exact tier enumerates (S^T) when a user's prior fixes S > 2.
+MAX_EXACT_PROMPTS = 4096
+
+A_DIRICHLET = "prior: i.i.d. Dirichlet(alpha) rows (the conjugate prior)"
+A_IRREDUCIBLE = "irreducible: one communicating class, so mu_pi is unique and positive (N Knowl 2)"
+A_APERIODIC = "aperiodic: every closed class has period 1 (N Knowl 2)"
+STRUCTURE = {A_IRREDUCIBLE: "irreducible", A_APERIODIC: "aperiodic"}
+
+
+# ----------------------------------------------------------- N Knowl 2 on the draws --
+def draw_structure(prior: Prior, pis: np.ndarray) -> dict[str, np.ndarray]:
+    """``batch_chain_structure`` of the draws, skipping the work where it is known: a prior with
+    a positive entry floor, or Dirichlet rows, give irreducible aperiodic draws (almost surely),
+    and so does any draw without a zero entry."""
+    n = pis.shape[0]
+    out = {k: np.ones(n, dtype=bool) for k in ("unique stationary law", "irreducible", "aperiodic")}
+    floor = prior.entry_floor()
+    if isinstance(prior, Dirichlet) or (floor is not None and floor > 0):
+        return out
+    zero = np.flatnonzero((pis <= 0).any(axis=(1, 2)))
+    if zero.size:
+        sub = batch_chain_structure(pis[zero])
+        for k in out:
+            out[k][zero] = sub[k]
+    return out
+
+
+def structure_assumptions(structure: dict[str, np.ndarray], what: str = "draws") -> list[Assumption]:
+    """N Knowl 2's two assumptions with per-draw counts, for a tier's result."""
+    n = structure["irreducible"].size
+    out = []
+    for name, key in STRUCTURE.items():
+        bad = int((~structure[key]).sum())
+        detail = f"held on all {n} {what}" if bad == 0 else f"failed on {bad} of {n} {what}"
+        if key == "irreducible" and bad:
+            nonunique = int((~structure["unique stationary law"]).sum())
+            if nonunique:
+                detail += (f" ({nonunique} without a unique stationary law: roots ~ mu_pi is undefined there, so "
+                           "N's task is too; they are left out)")
+        out.append(Assumption(name, bad == 0, detail))
+    return out
+
+
+def replace_assumptions(res: TierResult, replacements: list[Assumption], note: str = "") -> TierResult:
+    """Put per-draw assumption findings in place of summarize_instances' per-instance ones (same
+    names; new ones appended), and recompute the verdict: a counterexample meeting every
+    assumption stays a FAIL; otherwise the verdict follows the assumptions."""
+    by_name = {a.name: a for a in replacements}
+    res.assumptions = [by_name.pop(a.name, a) for a in res.assumptions] + list(by_name.values())
+    if res.verdict is not Verdict.FAIL:
+        res.verdict = tier_verdict(res.assumptions, res.conclusion)
+    broken = [a.name for a in res.assumptions if a.holds is False]
+    if broken and not res.conclusion_without_assumptions:
+        res.conclusion_without_assumptions = note or ("not evaluated: no evaluable input broke "
+                                                      + ", ".join(broken))
+    elif note and res.conclusion_without_assumptions:
+        res.conclusion_without_assumptions += "; " + note
+    return res
 
 
 # ----------------------------------------------------------------------------- graphs --
@@ -165,10 +225,16 @@ def _draw(prior: Prior, rng: np.random.Generator, n: int) -> np.ndarray:
     return prior.sample(rng, n)
 
 
-def _sampler_checks(ctx: Context, sampler, prior: Prior, graph_names, S: int, T: int, n: int) -> list[InstanceCheck]:
+def _sampler_checks(ctx: Context, sampler, prior: Prior, graph_names, S: int, T: int, n: int,
+                    min_group: int = 200) -> tuple[list[InstanceCheck], list[dict]]:
     """The task's law, checked on ``n`` prompts per graph: non-query roots ~ mu_pi, query
     uniform (ranked by mu_pi, so a query drawn from mu_pi shows), a random edge's parent ~
-    mu_pi and child ~ pi(parent, .), and the target ~ pi(query, .)."""
+    mu_pi and child ~ pi(parent, .), and the target ~ pi(query, .).
+
+    Draws are split by N Knowl 2: the tests run on the draws that are irreducible and
+    aperiodic, and separately (assumption broken) on the others that still have a unique
+    stationary law; draws without one are left out (roots ~ mu_pi is undefined). Groups of
+    fewer than ``min_group`` draws are skipped. Returns the checks and each graph's structure."""
     z = ctx.z
     n_tests = 5 * len(graph_names)
     alpha_bonf = math.erfc(z / math.sqrt(2)) / n_tests  # two-sided z-level, Bonferroni over all tests
@@ -176,42 +242,64 @@ def _sampler_checks(ctx: Context, sampler, prior: Prior, graph_names, S: int, T:
     rng_pi, rng_seq, rng_pick = ctx.rng("sampler/pi"), ctx.rng("sampler/sequences"), ctx.rng("sampler/pick")
     rng_tree = ctx.rng("tree")
     out = []
+    structures = []
     for name in graph_names:
         par = n_graph(name, T, rng_tree)
-        pis = _draw(prior, rng_pi, n)
-        x, y = sampler(rng_seq, pis, par)
-        mu = batched_stationary(pis)
-        b = np.arange(n)
-        roots = np.flatnonzero(par[:T - 1] < 0)
-        edges = np.flatnonzero(par[:T - 1] >= 0)
-        tests = {}
-        r_pick = roots[rng_pick.integers(0, roots.size, n)]
-        tests["non-query root ~ mu_pi (rank under mu_pi)"] = (mu, mu, x[b, r_pick])
-        tests["query ~ Unif[S] independent of pi (rank under mu_pi)"] = (mu, np.full((n, S), 1.0 / S), x[:, -1])
-        if edges.size:
-            e_pick = edges[rng_pick.integers(0, edges.size, n)]
-            par_tok = x[b, par[e_pick]]
-            tests["edge parent s_p(i) ~ mu_pi"] = (mu, mu, par_tok)
-            row = pis[b, par_tok]
-            tests["edge child s_i ~ pi(s_p(i), .)"] = (row, row, x[b, e_pick])
-        trow = pis[b, x[:, -1]]
-        tests["target y ~ pi(query, .)"] = (trow, trow, y)
-        for what, (keys, probs, tok) in tests.items():
-            res = _rank_gof(keys, probs, tok)
-            sev = max(abs(o - e) + z * s for o, e, s in zip(res["observed_freq"], res["expected_freq"],
-                                                             res["freq_stderr"]))
-            if res["p_value"] < alpha_bonf:
-                outcome = Outcome.VIOLATED
-            elif sev <= tol:
-                outcome = Outcome.HELD
-            else:
-                outcome = Outcome.UNDECIDED
-            out.append(InstanceCheck(
-                assumptions={}, outcome=outcome, margin=res["p_value"] - alpha_bonf,
-                record={"graph": name, "parents": par.tolist(), "check": what, "S": S, "T": T,
-                        "prior": prior.spec(), "seed (pi)": ctx.seed_for("sampler/pi"),
-                        "seed (sequences)": ctx.seed_for("sampler/sequences"),
-                        "rejection level (Bonferroni)": alpha_bonf, "frequency tolerance": tol, **res}))
+        all_pis = _draw(prior, rng_pi, n)
+        st = draw_structure(prior, all_pis)
+        structures.append(st)
+        meets = st["irreducible"] & st["aperiodic"]
+        groups = [(meets, True)]
+        if not meets.all():  # N's task still exists where mu_pi is unique: check the sampler there too
+            groups.append((~meets & st["unique stationary law"], False))
+        for mask, ok in groups:
+            if mask.sum() >= min_group:
+                out += _sampler_group(ctx, sampler, prior, all_pis[mask], st, mask, ok, name, par, S, T, z,
+                                      alpha_bonf, tol, rng_seq, rng_pick)
+    return out, structures
+
+
+def _sampler_group(ctx, sampler, prior, pis, st, mask, ok, name, par, S, T, z, alpha_bonf, tol, rng_seq,
+                   rng_pick) -> list[InstanceCheck]:
+    """The sampler's tests on one group of draws (meeting N Knowl 2, or not)."""
+    out = []
+    n = pis.shape[0]
+    assumptions = {A_IRREDUCIBLE: bool(st["irreducible"][mask].all()), A_APERIODIC: bool(st["aperiodic"][mask].all())}
+    x, y = sampler(rng_seq, pis, par)
+    mu = batched_stationary(pis)
+    b = np.arange(n)
+    roots = np.flatnonzero(par[:T - 1] < 0)
+    edges = np.flatnonzero(par[:T - 1] >= 0)
+    tests = {}
+    r_pick = roots[rng_pick.integers(0, roots.size, n)]
+    tests["non-query root ~ mu_pi (rank under mu_pi)"] = (mu, mu, x[b, r_pick])
+    tests["query ~ Unif[S] independent of pi (rank under mu_pi)"] = (mu, np.full((n, S), 1.0 / S), x[:, -1])
+    if edges.size:
+        e_pick = edges[rng_pick.integers(0, edges.size, n)]
+        par_tok = x[b, par[e_pick]]
+        tests["edge parent s_p(i) ~ mu_pi"] = (mu, mu, par_tok)
+        row = pis[b, par_tok]
+        tests["edge child s_i ~ pi(s_p(i), .)"] = (row, row, x[b, e_pick])
+    trow = pis[b, x[:, -1]]
+    tests["target y ~ pi(query, .)"] = (trow, trow, y)
+    for what, (keys, probs, tok) in tests.items():
+        res = _rank_gof(keys, probs, tok)
+        sev = max(abs(o - e) + z * s for o, e, s in zip(res["observed_freq"], res["expected_freq"],
+                                                         res["freq_stderr"]))
+        if res["p_value"] < alpha_bonf:
+            outcome = Outcome.VIOLATED
+        elif sev <= tol:
+            outcome = Outcome.HELD
+        else:
+            outcome = Outcome.UNDECIDED
+        out.append(InstanceCheck(
+            assumptions=assumptions, outcome=outcome, margin=res["p_value"] - alpha_bonf,
+            record={"graph": name, "parents": par.tolist(), "check": what, "S": S, "T": T,
+                    "prior": prior.spec(), "draws": n if ok else
+                    f"{n} draws that break N Knowl 2 (irreducible and aperiodic) but have a unique mu_pi",
+                    "seed (pi)": ctx.seed_for("sampler/pi"),
+                    "seed (sequences)": ctx.seed_for("sampler/sequences"),
+                    "rejection level (Bonferroni)": alpha_bonf, "frequency tolerance": tol, **res}))
     return out
 
 
@@ -230,51 +318,111 @@ def _exact_prior(ctx: Context) -> tuple[float, bool, Prior | None]:
     return (float(inner.alpha) if isinstance(inner, Dirichlet) else 1.0), False, p
 
 
-def _bayes_by_prior_samples(prompts: np.ndarray, par: np.ndarray, pis: np.ndarray, root_law: str):
+def _bayes_by_prior_samples(prompts: np.ndarray, par: np.ndarray, pis: np.ndarray, root_law: str, mus=None,
+                            chunk: int = 256):
     """Posterior predictive ``E[pi(q, .) | prompt]`` for a prior given by samples ``pis`` ``(K, S, S)``:
     self-normalised weights ``P(prompt | pi_k)`` (roots ``~ mu_pi`` or independent of pi);
-    returns ``(estimate (P, S), stderr (P, S))`` (delta method)."""
-    S = pis.shape[-1]
-    logpi = np.log(np.where(pis > 0, pis, 1.0))
-    zero = pis <= 0
-    mus = batched_stationary(pis)
-    logmu = np.log(np.where(mus > 0, mus, 1.0))
-    est, se = np.empty((len(prompts), S)), np.empty((len(prompts), S))
-    for k, x in enumerate(prompts):
-        n, r = edge_counts(x, par, S)
-        ll = np.einsum("ab,kab->k", n, logpi)
-        ll = np.where((zero & (n[None] > 0)).any(axis=(1, 2)), -np.inf, ll)
+    returns ``(estimate (P, S), stderr (P, S), possible (P,))`` (delta method). A prompt that
+    no sample can produce (``possible`` False) has no posterior: its rows are NaN.
+    With ``root_law="stationary"`` every sample must have a unique stationary law (``mus``: their
+    stationary laws, computed here when not given). Vectorised over chunks of prompts: the
+    log-likelihoods are ``counts (P, S*S) @ log pi (S*S, K)`` (theory.dirichlet.edge_counts' counts)."""
+    K, S, _ = pis.shape
+    P, T = prompts.shape
+    logpi = np.log(np.where(pis > 0, pis, 1.0)).reshape(K, S * S)
+    zero = (pis <= 0).reshape(K, S * S).astype(np.float64)
+    if root_law == "stationary":
+        if mus is None:
+            mus = batched_stationary(pis)
+        logmu = np.log(np.where(mus > 0, mus, 1.0))  # (K, S)
+        mu_zero = (mus <= 0).astype(np.float64)
+    # counts of every prompt: edges among positions 0..T-2 and roots i < T-1 (the query is a root)
+    body, parents = prompts[:, :-1], np.asarray(par)[:-1]
+    nonroot = np.flatnonzero(parents >= 0)
+    n = np.zeros((P, S * S))
+    for i in nonroot:
+        np.add.at(n, (np.arange(P), prompts[:, parents[i]] * S + body[:, i]), 1.0)
+    r = np.zeros((P, S))
+    for i in np.flatnonzero(parents < 0):
+        np.add.at(r, (np.arange(P), body[:, i]), 1.0)
+    est, se = np.full((P, S), np.nan), np.full((P, S), np.nan)
+    possible = np.zeros(P, dtype=bool)
+    q = prompts[:, -1]
+    for lo in range(0, P, chunk):
+        sl = slice(lo, min(P, lo + chunk))
+        ll = n[sl] @ logpi.T  # (p, K)
+        impossible = (n[sl] > 0).astype(np.float64) @ zero.T > 0
         if root_law == "stationary":
-            ll = ll + logmu @ r
-            ll = np.where(((mus <= 0) & (r[None] > 0)).any(axis=1), -np.inf, ll)
-        w = np.exp(ll - ll.max())
-        rows = pis[:, int(x[-1])]
-        est[k] = w @ rows / w.sum()
-        se[k] = np.sqrt(((w[:, None] * (rows - est[k])) ** 2).sum(0)) / w.sum()
-    return est, se
+            ll = ll + r[sl] @ logmu.T
+            impossible |= (r[sl] > 0).astype(np.float64) @ mu_zero.T > 0
+        ll = np.where(impossible, -np.inf, ll)
+        ok = np.isfinite(ll).any(axis=1)
+        possible[sl] = ok
+        top = np.where(ok, ll.max(axis=1, initial=-np.inf, where=np.isfinite(ll)), 0.0)
+        w = np.where(impossible, 0.0, np.exp(np.where(impossible, 0.0, ll - top[:, None])))  # (p, K)
+        wsum = w.sum(axis=1)
+        w2 = w * w
+        for s_q in range(S):  # prompts with the same query share the rows pi_k(q, .)
+            sel = np.flatnonzero(ok & (q[sl] == s_q))
+            if not sel.size:
+                continue
+            rows = pis[:, s_q]  # (K, S)
+            e = (w[sel] @ rows) / wsum[sel, None]
+            # sum_k w_k^2 (rows_k - e)^2 = W2 rows^2 - 2 e W2 rows + e^2 sum W2 (delta method)
+            var = (w2[sel] @ rows ** 2 - 2 * e * (w2[sel] @ rows) + e ** 2 * w2[sel].sum(1, keepdims=True))
+            est[lo + sel] = e
+            se[lo + sel] = np.sqrt(np.clip(var, 0.0, None)) / wsum[sel, None]
+    return est, se, possible
+
+
+def _exact_size(ctx: Context, T: int) -> tuple[int, int]:
+    """``(S, T)`` for the exact tier: S = 2, or the size a user's prior fixes, with T cut so that
+    the S^T prompts stay at most MAX_EXACT_PROMPTS."""
+    S = 2 if ctx.prior is None or ctx.prior.d is None else int(ctx.prior.d)
+    while S ** T > MAX_EXACT_PROMPTS and T > 2:
+        T -= 1
+    return S, T
 
 
 # ------------------------------------------------------------------------ exact tier --
 def _n_t_exact(ctx: Context) -> TierResult:
     s = ctx.settings
-    T = int(s["exact_T"])
+    S, T = _exact_size(ctx, int(s["exact_T"]))
     predictor = ctx.params["predictor"]
     decide = ctx.params["root_law"]
     user_alpha, is_dirichlet, user_prior = _exact_prior(ctx)
     alphas = [user_alpha] if user_alpha is not None else list(s["alphas"])
-    assumption = "prior: i.i.d. Dirichlet(alpha) rows (the conjugate prior)"
-    prompts = np.array(list(itertools.product((0, 1), repeat=T)), dtype=np.int64)
+    quadrature = is_dirichlet and S == 2  # theory.dirichlet.bayes_quadrature_s2 is exact at S = 2
+    names = {"stationary": [A_DIRICHLET, A_IRREDUCIBLE, A_APERIODIC], "independent": [A_DIRICHLET]}
+    prompts = np.array(list(itertools.product(range(S), repeat=T)), dtype=np.int64)
     rng_tree = ctx.rng("tree")
     graphs = [(g, n_graph(g, T, rng_tree)) for g in GRAPHS]
     checks = {"stationary": [], "independent": []}
     numbers = []
+    structure, samples = None, {}
+    if not quadrature:
+        n_samples = int(s.get("prior_samples", 20_000))
+        prior = user_prior.bind(S) if user_prior.d is None else user_prior
+        pis_all = _draw(prior, ctx.rng("prior-samples"), n_samples)
+        structure = draw_structure(prior, pis_all)
+        # N's task needs roots ~ mu_pi: the mu_pi reading conditions the prior on a unique stationary law.
+        samples = {"independent": pis_all, "stationary": pis_all[structure["unique stationary law"]]}
+        sample_mus = batched_stationary(samples["stationary"]) if len(samples["stationary"]) else None
+        numbers.append(Number("prior samples (self-normalised importance weights)", n_samples,
+                              note=f"{int(samples['stationary'].shape[0])} with a unique stationary law enter the "
+                                   "mu_pi reading"))
+    ok = {"stationary": {A_DIRICHLET: is_dirichlet, A_IRREDUCIBLE: True, A_APERIODIC: True},
+          "independent": {A_DIRICHLET: is_dirichlet}}
+    if structure is not None:
+        ok["stationary"].update({A_IRREDUCIBLE: bool(structure["irreducible"].all()),
+                                 A_APERIODIC: bool(structure["aperiodic"].all())})
     for alpha in alphas:
         for gname, par in graphs:
-            aa = np.array([predictor(x, par, alpha, 2) for x in prompts])
-            if is_dirichlet:
+            aa = np.array([predictor(x, par, alpha, S) for x in prompts])
+            if quadrature:
                 quads = {law: [bayes_quadrature_s2(x, par, alpha, law) for x in prompts] for law in checks}
-                exact = {law: (np.array([q.predictive for q in qs]), np.array([q.abserr for q in qs]))
-                         for law, qs in quads.items()}
+                exact = {law: (np.array([q.predictive for q in qs]), np.array([q.abserr for q in qs]),
+                               np.ones(len(prompts), dtype=bool)) for law, qs in quads.items()}
                 probs = np.array([q.prompt_probability for q in quads["stationary"]])
                 numbers.append(Number(f"sum of P(prompt), {gname}, alpha={alpha:g}", float(probs.sum()),
                                       tolerance=1e-10, note="all 2^T prompts; must be 1 (quadrature sanity)"))
@@ -284,47 +432,76 @@ def _n_t_exact(ctx: Context) -> TierResult:
                                       float(probs @ kl), note=f"exact, S=2, T={T}, roots ~ mu_pi: "
                                                               "sum_prompts P(prompt) KL(Bayes || add-alpha)"))
             else:
-                pis = user_prior.bind(2).sample(ctx.rng("prior-samples"), int(s.get("prior_samples", 20_000)))
-                exact = {law: _bayes_by_prior_samples(prompts, par, pis, law) for law in checks}
+                exact = {law: (_bayes_by_prior_samples(prompts, par, samples[law], law,
+                                                       sample_mus if law == "stationary" else None)
+                               if len(samples[law])
+                               else (np.full((len(prompts), S), np.nan),) * 2 + (np.zeros(len(prompts), bool),))
+                         for law in checks}
             for law in checks:
-                est, err = exact[law]
-                diff = np.abs(est - aa).max(axis=1)
-                if is_dirichlet:
-                    tol = np.maximum(ROUNDOFF, 10 * err)
+                est, err, possible = exact[law]
+                if not possible.any():  # e.g. no sample with a unique stationary law: nothing to compare
+                    checks[law].append(InstanceCheck(
+                        assumptions=ok[law], outcome=Outcome.UNDECIDED, margin=0.0,
+                        record={"graph": gname, "parents": par.tolist(), "S": S, "alpha": alpha,
+                                "why": "no prompt has positive probability under the prior samples used "
+                                       f"({len(samples[law])} samples)"}))
+                    continue
+                diff = np.where(possible, np.abs(np.nan_to_num(est) - aa).max(axis=1), 0.0)
+                if quadrature:
+                    tol = np.maximum(ROUNDOFF, 10 * err.max(axis=1) if err.ndim > 1 else 10 * err)
+                    viol = diff > tol
+                    undec = np.zeros_like(viol)
+                elif is_dirichlet:  # Dirichlet at S > 2 by prior samples: decide with the error bar
+                    sd = np.nan_to_num(err).max(axis=1)
+                    tol = ctx.z * sd + 1e-9
                     viol = diff > tol
                     undec = np.zeros_like(viol)
                 else:  # prior-sample estimate: decide with its error bar
-                    sd = err.max(axis=1)
+                    sd = np.nan_to_num(err).max(axis=1)
                     viol = diff > ctx.z * sd + 1e-9
                     undec = ~viol & (diff > 1e-9)
                     tol = ctx.z * sd + 1e-9
-                w = int(np.argmax(diff - tol))
+                w = int(np.argmax(np.where(possible, diff - tol, -np.inf)))
                 outcome = Outcome.VIOLATED if viol.any() else (Outcome.UNDECIDED if undec.any() else Outcome.HELD)
                 checks[law].append(InstanceCheck(
-                    assumptions={assumption: is_dirichlet}, outcome=outcome, margin=float(np.min(tol - diff)),
-                    record={"graph": gname, "parents": par.tolist(), "S": 2, "alpha": alpha,
+                    assumptions=ok[law], outcome=outcome, margin=float(np.min(np.where(possible, tol - diff, np.inf))),
+                    record={"graph": gname, "parents": par.tolist(), "S": S, "alpha": alpha,
                             "root law": "mu_pi (N's task)" if law == "stationary" else "independent of pi",
                             "prompt": prompts[w].tolist(), "query": int(prompts[w][-1]),
                             "exact posterior predictive": est[w].tolist(), "add-alpha": aa[w].tolist(),
                             "max |difference|": float(diff[w]), "tolerance": float(np.atleast_1d(tol)[w]),
                             "prompts differing": int(viol.sum()), "prompts": len(prompts),
+                            "prompts impossible under the prior (left out)": int((~possible).sum()),
                             "method": "Gauss-Jacobi quadrature (theory.dirichlet.bayes_quadrature_s2)"
-                                      if is_dirichlet else "self-normalised prior samples"}))
+                                      if quadrature else "self-normalised prior samples"}))
                 numbers.append(Number(f"max |add-alpha - Bayes|, {gname}, alpha={alpha:g}, roots "
                                       + ("~ mu_pi" if law == "stationary" else "independent"),
                                       float(diff.max()), tolerance=float(np.max(tol)),
-                                      note=f"over all {len(prompts)} prompts, S=2, T={T}"))
-    results = {law: summarize_instances("exact", cs, [assumption],
+                                      note=f"over the {int(possible.sum())} possible of {len(prompts)} prompts, "
+                                           f"S={S}, T={T}"))
+    results = {law: summarize_instances("exact", cs, names[law],
                                         what=f"add-alpha == exact posterior predictive, roots "
                                              + ("~ mu_pi" if law == "stationary" else "independent of pi"))
                for law, cs in checks.items()}
+    if structure is not None:  # N Knowl 2 is about the prior's draws, not the (alpha, graph) instances
+        nonunique = int((~structure["unique stationary law"]).sum())
+        replace_assumptions(results["stationary"], structure_assumptions(structure, "prior samples"),
+                            note=(f"{nonunique} prior samples without a unique stationary law were left out of "
+                                  "this reading (N's task is undefined there)") if nonunique else "")
     res = results[decide]
+    cwa = res.conclusion_without_assumptions or ""
+    if decide == "stationary" and cwa.startswith("violated"):
+        # add-alpha is not Bayes under roots ~ mu_pi even with every assumption met (Dirichlet rows,
+        # the default): a violation where one breaks says nothing about whether it is needed.
+        res.conclusion_without_assumptions = (
+            "not informative about these assumptions: the mu_pi reading fails with every assumption met too "
+            "(Dirichlet rows: see the readings), so the violation here does not show one is needed; " + cwa)
     res.numbers = numbers
     names = {"stationary": "roots ~ mu_pi (N's task)", "independent": "roots independent of pi (conjugacy)"}
     for law in ("stationary", "independent"):
         r = results[law]
         cex = r.counterexample
-        detail = r.summary + ("" if cex is None else
+        detail = r.summary + ("" if cex is None or "prompt" not in cex else
                               f"; counterexample: {cex['graph']} graph, prompt {cex['prompt']}, alpha={cex['alpha']:g}: "
                               f"Bayes {np.round(cex['exact posterior predictive'], 6).tolist()} vs add-alpha "
                               f"{np.round(cex['add-alpha'], 6).tolist()}; {cex['prompts differing']} of "
@@ -342,15 +519,19 @@ def _n_t_montecarlo(ctx: Context) -> TierResult:
     prior = (ctx.prior if ctx.prior is not None else default)
     prior = prior if prior.d is not None else prior.bind(S)
     S = prior.d
-    checks = _sampler_checks(ctx, ctx.params["sampler"], prior, s["graphs"], S, T, int(s["n_sampler"]))
+    checks, structures = _sampler_checks(ctx, ctx.params["sampler"], prior, s["graphs"], S, T, int(s["n_sampler"]))
     numbers = []
     alpha = float(prior.alpha) if isinstance(prior, Dirichlet) else None
     # L*: N Knowl 1's optimal loss, the entropy rate; exact for Dirichlet rows, MC otherwise.
     seed_pi = ctx.seed_for("loss/pi")
     pis = _draw(prior, np.random.default_rng(seed_pi), int(s["n_loss"]))
+    unique = draw_structure(prior, pis)["unique stationary law"]
+    n_left_out = int((~unique).sum())
+    pis = pis[unique]  # N's task (roots ~ mu_pi) exists only where mu_pi is unique
     ent = -(np.where(pis > 0, pis * np.log(np.where(pis > 0, pis, 1.0)), 0.0)).sum(-1).mean(-1)  # (n,)
     lstar_mc = mean_estimate(ent, seed_pi)
-    numbers.append(lstar_mc.number("L* = E[entropy rate] (Monte Carlo)", note=f"prior {prior.spec()}, S={S}"))
+    numbers.append(lstar_mc.number("L* = E[entropy rate] (Monte Carlo)", note=f"prior {prior.spec()}, S={S}" + (
+        f"; {n_left_out} draws without a unique stationary law left out" if n_left_out else "")))
     if alpha is not None:
         lstar = dirichlet_row_entropy(alpha, S)
         numbers.append(Number("L* = psi(S alpha + 1) - psi(alpha + 1) (exact)", lstar,
@@ -379,11 +560,23 @@ def _n_t_montecarlo(ctx: Context) -> TierResult:
             note="InContextTree.bayes indexes seq[-1] for roots"))
         numbers.append(mean_estimate(loss["last"] - loss["none"], seed).number(
             f"overstatement of the Bayes loss by N's code, {name}", note="paired difference"))
-    res = summarize_instances("montecarlo", checks, [],
-                              what="the sampler draws N's task (roots ~ mu_pi, query uniform, edges and target "
-                                   "~ pi) and L* matches its closed form",
-                              numbers=numbers,
+    what = ("the sampler draws N's task (roots ~ mu_pi, query uniform, edges and target ~ pi) and L* matches its "
+            "closed form")
+    structure = {k: np.concatenate([st[k] for st in structures]) for k in structures[0]}
+    sampler_draws = structure_assumptions(structure, "sampler draws")
+    if not checks:  # every group too small, e.g. no draw with a unique stationary law
+        return TierResult("montecarlo", tier_verdict(sampler_draws, Outcome.UNDECIDED), Outcome.UNDECIDED,
+                          f"{what}: not evaluated — too few draws of {prior.spec()} with a unique stationary law",
+                          assumptions=sampler_draws, numbers=numbers,
+                          conclusion_without_assumptions="not evaluated: N's task (roots ~ mu_pi) is undefined on "
+                                                         "the draws that break it",
+                          budget="more draws (n_sampler)")
+    res = summarize_instances("montecarlo", checks, [A_IRREDUCIBLE, A_APERIODIC], what=what, numbers=numbers,
                               budget="more prompts (n_sampler) shrink the frequency error bars below freq_tol")
+    nonunique = int((~structure["unique stationary law"]).sum())
+    replace_assumptions(res, sampler_draws,
+                        note=(f"{nonunique} sampler draws without a unique stationary law were left out (N's task is "
+                              "undefined there)") if nonunique else "")
     # Reading: is add-alpha Bayes at N's sizes? Any predictor computed from the prompt alone that
     # beats it in expected loss proves it is not; the importance-sampling posterior mean is one.
     n_is = int(s.get("n_is_prompts", 0))
@@ -447,8 +640,13 @@ N_T_CLAIM = Claim(
                "add-alpha estimator (alpha + n(q, .)) / (S alpha + n(q)). Two readings: roots independent of pi "
                "(conjugacy: must agree to round-off) and roots ~ mu_pi as in N's task. The claim is about N's "
                "task, so the mu_pi reading decides the verdict; it fails when the roots carry information "
-               "about pi, and the expected log-loss gap is reported."),
-    assumptions=("prior: i.i.d. Dirichlet(alpha) rows (the conjugate prior)",),
+               "about pi, and the expected log-loss gap is reported. Under a user's prior: a non-Dirichlet prior "
+               "breaks the conjugacy assumption (its Bayes predictor is then estimated from prior samples, S = the "
+               "prior's size with S^T <= 4096 prompts); N Knowl 2's irreducibility and aperiodicity are checked on "
+               "every draw, draws without a unique stationary law are left out (roots ~ mu_pi is undefined there) "
+               "and counted, and the sampler is checked separately on the draws that break N Knowl 2 but have a "
+               "unique mu_pi."),
+    assumptions=(A_DIRICHLET, A_IRREDUCIBLE, A_APERIODIC),
     checks={"exact": _n_t_exact, "montecarlo": _n_t_montecarlo},
     settings={
         "quick": {"tiers": ("exact", "montecarlo"), "exact_T": 6, "alphas": (0.1, 1.0), "S": N_S, "T": N_T,

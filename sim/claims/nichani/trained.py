@@ -1,46 +1,1003 @@
-"""Placeholders for N's claims that no tier decides yet: the trained claims N.K1, N.K4, N.E
-(issue #4) and the prior audit N.K10 (issue #5). Each is in every report, NOT_RUN, with
-the reason and where it will be decided (``Claim.pending``)."""
+"""N's trained claims: N.K1 (two-stage gradient descent on the reduced model), N.K4 (out of
+distribution), N.E (N Fig. 2: the full model trained as N's code trains it), the trained part of
+N.K9 (:func:`n_k9_trained_tier`, wired into N.K9 by the constructions module's owner), and the
+N.K10 placeholder (the prior audit, issue #5).
+
+Training lives in :mod:`.training` (samplers, the fast readout, recipes, a per-process cache so
+N.K4 reuses N.K1's models); the probes in :mod:`sim.probes.nichani`; the Bayes baselines in
+:mod:`sim.bayes_nichani`. Every trained number is reported per seed and as mean ± standard
+error across seeds, next to its baseline. Torch runs on ``ctx.device`` (``cpu`` or ``cuda``).
+"""
 from __future__ import annotations
 
-from ..base import Claim, Source
+import math
+from typing import Sequence
 
-__all__ = ["N_K1", "N_K4", "N_K10", "N_E", "CLAIMS"]
+import numpy as np
+import torch
 
-_TRAINED_PENDING = "trained tier not built yet (issue #4); decided by the trained tier in the quick profile once built"
+from theory.dirichlet import dirichlet_row_entropy
+
+from ...bayes_nichani import (add_alpha_batch, bayes_loss_bracket, best_mixture_losses, population_losses)
+from ...models.nichani import ReducedModel
+from ...montecarlo import Estimate, mean_estimate
+from ...priors import Dirichlet, Floor, Prior
+from ...probes.nichani import (adjacency_pattern, head_attention, head_parent_masses, head_split, mean_attention,
+                               multiparent_patterns, parent_attention, position_attention, root_uniformity)
+from ...sampling import batched_stationary
+from ...verdict import Assumption, Number, Outcome, TierResult, compare, tier_verdict
+from ..base import Claim, Context, InstanceCheck, Source, summarize_instances
+from .task import N_ALPHA, N_S, N_T, n_graph
+from .training import (N_RECIPE, MultiParentTask, NTask, OneThread, Recipe, last_position_logits, reduced_loss,
+                       sample_multiparent, sample_task, train_disentangled, train_reduced)
+
+__all__ = ["N_K1", "N_K4", "N_K10", "N_E", "CLAIMS", "n_k9_trained_tier", "K1_ASSUMPTIONS"]
+
+#: N's reference code's own figure (many_graphs.ipynb): mean attention on the parent, S(A1_pos,pos), over 20
+#: random graphs, mean 0.8366, standard deviation 0.0540 (vocabulary 3, T = 20, each node a root w.p. 1/2,
+#: constant-lr plain gradient descent at lr 1 for 2**14 steps, batch 1024).
+N_REFERENCE_MASS = (0.8366, 0.0540)
+#: Measured on N's reference chain task (S=10, T=20, alpha=0.1, 2**17 steps), CLAIMS.md N.E.
+N_REFERENCE_CHAIN = {"mean": 0.79, "worst position": 0.72}
+
+
+# =============================================================================== helpers ==
+def _seeds(ctx: Context, purpose: str, n: int) -> list[int]:
+    """``n`` training seeds for ``purpose`` (reported with every number)."""
+    return [ctx.seed_for(f"{purpose}/seed{k}") for k in range(int(n))]
+
+
+def _across(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error across seeds (``0`` for one seed)."""
+    v = np.asarray(values, dtype=np.float64)
+    return float(v.mean()), (float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0)
+
+
+def _trained_number(name: str, values: Sequence[float], seeds: Sequence[int], note: str = "",
+                    tolerance: float | None = None) -> Number:
+    m, se = _across(values)
+    per = ", ".join(f"{v:.4g} (seed {s})" for v, s in zip(values, seeds))
+    return Number(name, m, se, n=len(values), tolerance=tolerance, kind="trained",
+                  note=(note + "; " if note else "") + f"per seed: {per}")
+
+
+def _graph(name: str, T: int, ctx: Context, tag: str) -> np.ndarray:
+    """N's graphs; a random graph is drawn from the claim's ``tree`` stream (one per ``tag``)."""
+    return n_graph(name, T, ctx.rng(f"tree/{tag}") if name == "random" else None)
+
+
+def _figure_path(ctx: Context, name: str) -> str:
+    return str(ctx.figure_path(name).relative_to(ctx.out_dir))
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+# ====================================================================== N.K1 and N.K4 ==
+K1_ASSUMPTIONS = ("lower bound: min pi(s'|s) > gamma/S a.s., gamma > 0",
+                  "non-degeneracy: E sum_s ||pi(.|s) - mu_pi||^2 >= gamma^2/S, gamma > 0",
+                  "permutation symmetry and uniform mean E[pi] = 11^T/S",
+                  "root fraction |R|/T <= 1 - gamma",
+                  "beta0 <= T_eff^(-3/2) (c_{gamma,S} taken as 1)")
+
+
+def _k1_prior(ctx: Context, S: int) -> Prior:
+    s = ctx.settings
+    prior = ctx.prior if ctx.prior is not None else Floor(Dirichlet(float(s["alpha"])), float(s["gamma"]))
+    return prior if prior.d is not None else prior.bind(S)
+
+
+def _prior_gamma(ctx: Context, prior: Prior, S: int, parents: np.ndarray, beta0: float, T_eff: float):
+    """Knowl 10's assumptions for ``prior`` and the graph: ``(holds {name: bool}, gamma, numbers)``.
+
+    gamma (lower bound) = S * the prior's guaranteed entry floor (closed form when the prior
+    knows it, else the smallest entry over draws); non-degeneracy by Monte Carlo;
+    symmetry from the prior when known, else the mean matrix within 3 standard errors.
+    """
+    seed = ctx.seed_for("assumptions/prior")
+    rng = np.random.default_rng(seed)
+    n = int(ctx.settings.get("n_prior_draws", 4000))
+    draws = prior.sample(rng, n)  # (n, S, S)
+    floor = prior.entry_floor()
+    g_low = S * float(floor) if floor is not None else S * float(draws.min())
+    mu = batched_stationary(draws)
+    nondeg = ((draws - mu[:, None, :]) ** 2).sum(axis=(1, 2))  # sum_s ||pi(.|s) - mu||^2
+    nd = mean_estimate(nondeg, seed)
+    g_nd = math.sqrt(max(S * (nd.value - ctx.z * nd.stderr), 0.0))
+    sym = prior.symmetric()
+    mean = prior.mean_matrix()
+    if mean is None:
+        m_hat, m_se = draws.mean(0), draws.std(0, ddof=1) / math.sqrt(n)
+        uniform = bool((np.abs(m_hat - 1.0 / S) <= ctx.z * m_se + 1e-12).all())
+    else:
+        uniform = bool(np.allclose(mean, 1.0 / S, atol=1e-12))
+    roots = int((parents[:-1] < 0).sum()) + 1  # the query is a root
+    r = roots / parents.size
+    gamma = min(g_low, g_nd, 1.0 - r)
+    holds = {K1_ASSUMPTIONS[0]: g_low > 0, K1_ASSUMPTIONS[1]: g_nd > 0,
+             K1_ASSUMPTIONS[2]: bool(uniform and sym is not False), K1_ASSUMPTIONS[3]: gamma > 0 and r <= 1 - gamma,
+             K1_ASSUMPTIONS[4]: beta0 <= T_eff ** -1.5 + 1e-15}
+    numbers = [Number("gamma (lower bound) = S * entry floor", g_low, seed=seed,
+                      note="closed form" if floor is not None else f"smallest entry over {n} draws"),
+               nd.number("E sum_s ||pi(.|s) - mu_pi||^2 (non-degeneracy)", note=f"{prior.spec()}, {n} draws"),
+               Number("gamma allowed by all of Knowl 10 (1), (2), (4)", gamma)]
+    return holds, gamma, numbers
+
+
+def _lstar(prior: Prior, S: int, seed: int, n: int = 20_000) -> tuple[float, float]:
+    """``L* = E[(1/S) sum_s H(pi(s, .))]``: exact for Dirichlet rows, Monte Carlo otherwise."""
+    if isinstance(prior, Dirichlet):
+        return dirichlet_row_entropy(float(prior.alpha), S), 0.0
+    pis = prior.sample(np.random.default_rng(seed), n)
+    ent = -(np.where(pis > 0, pis * np.log(np.where(pis > 0, pis, 1.0)), 0.0)).sum(-1).mean(-1)
+    e = mean_estimate(ent, seed)
+    return e.value, e.stderr
+
+
+def _k1_hyper(s, T: int) -> dict:
+    """Two-stage GD hyperparameters at prompt length ``T``: ``beta0 = T^(-3/2)`` unless set, and
+    ``lr1 = eta1 T^2 / beta0`` (the stage-1 gradient is ``O(beta0 / (S T))`` times a softmax
+    Jacobian with entries ``~1/i``, so this keeps the stage-1 dynamics comparable across T)."""
+    beta0 = float(T ** -1.5 if s.get("beta0", "auto") == "auto" else s["beta0"])
+    return {"beta0": beta0, "lr1": float(s["eta1"]) * T * T / beta0, "steps1": int(s["steps1"]),
+            "lr2": float(s["lr2"]), "steps2": int(s["steps2"]), "batch": int(s["batch"])}
+
+
+def _train_k1_models(ctx: Context, prior: Prior, wrong) -> dict:
+    """Train (or fetch from the cache) every reduced model of the N.K1 grid; ``{T: [(seed, model, log)]}``."""
+    s = ctx.settings
+    S = int(s["S"])
+    out = {}
+    seeds = [int(v) for v in s.get("seed_list", ())] or _seeds_k1(ctx)
+    for T in s["Ts"]:
+        par = n_graph(s["graph"], int(T))
+        task = NTask(S, int(T), tuple(par.tolist()), prior=prior)
+        hp = _k1_hyper(s, int(T))
+        out[int(T)] = []
+        for sd in seeds:
+            ctx.progress(f"two-stage GD on the reduced model, T={T}, seed {sd}")
+            model, log = train_reduced(task, seed=sd, device=ctx.device, wrong=wrong, **hp)
+            out[int(T)].append((sd, model, log))
+    return out
+
+
+def _seeds_k1(ctx: Context) -> list[int]:
+    """Seeds shared by N.K1 and N.K4 (so N.K4 reuses N.K1's trained models): derived from the run seed
+    and the purpose ``"N.K1 training"``, not from the claim id."""
+    n = int(ctx.settings["seeds"])
+    return [int(np.random.SeedSequence(ctx.seed, spawn_key=(7,)).generate_state(n + 1)[k + 1]) for k in range(n)]
+
+
+def _reduced_eval(model: ReducedModel, x: np.ndarray, device: str, eps: float) -> np.ndarray:
+    with torch.no_grad(), OneThread():
+        return model(torch.as_tensor(x, device=device)).double().cpu().numpy()  # (n, S)
+
+
+def _reachable(ctx: Context, task: NTask, eps: float, steps: int, batch: int, x_eval, rows) -> np.ndarray:
+    """The reduced model with the true adjacency in layer 1 (``A1 = 30 * adjacency``; roots
+    uniform) and ``A2`` fitted by Adam: what this model class reaches once the graph is known.
+    Returns per-prompt perturbed losses on the evaluation prompts."""
+    from ...train import Stage, TrainConfig, train
+
+    S, T = task.S, task.T
+    A1 = torch.as_tensor(30.0 * adjacency_pattern(task.parents), dtype=torch.float32)
+    model = ReducedModel(A1, 0.1 * torch.eye(S), t_eff=T)
+    seed = ctx.seed_for(f"reachable/T{T}")
+    cfg = TrainConfig(stages=(Stage(steps, 0.05, params=("A2",), optimizer="adam", schedule="cosine"),),
+                      seed=seed, log_every=max(1, steps))
+    with OneThread():
+        train(model, task.sampler(batch, seed=seed, device=ctx.device), cfg, device=ctx.device, loss_fn=reduced_loss)
+    f = _reduced_eval(model, x_eval, ctx.device, eps)
+    return -(rows * np.log(f + eps)).sum(1)
+
+
+def _k1_trained(ctx: Context) -> TierResult:
+    s = ctx.settings
+    S = int(s["S"])
+    thr = float(ctx.params["attention_threshold"])
+    wrong = ctx.params["wrong_task"]
+    prior = _k1_prior(ctx, S)
+    Ts = [int(T) for T in s["Ts"]]
+    models = _train_k1_models(ctx, prior, wrong)
+    seeds = [sd for sd, _, _ in models[Ts[0]]]
+    lstar, lstar_se = _lstar(prior, S, ctx.seed_for("lstar"))
+    numbers = [Number("L* = E[(1/S) sum_s H(pi(s,.))]", lstar, lstar_se, seed=ctx.seed_for("lstar"),
+                      kind="exact" if lstar_se == 0 else "montecarlo", note=prior.spec())]
+    checks, per_T, assumption_sets = [], {}, []
+    for T in Ts:
+        par = n_graph(s["graph"], T)
+        hp = _k1_hyper(s, T)
+        holds, gamma, a_numbers = _prior_gamma(ctx, prior, S, par, hp["beta0"], float(T))
+        assumption_sets.append(holds)
+        if T == Ts[0]:
+            numbers += a_numbers
+        eps = T ** -0.5
+        eval_seed = ctx.seed_for(f"eval/T{T}")
+        task = NTask(S, T, tuple(par.tolist()), prior=prior)
+        x, pis = sample_task(task, np.random.default_rng(eval_seed), int(s["n_eval"]))
+        rows = pis[np.arange(len(x)), x[:, -1]]
+        present = np.zeros((len(x), S), dtype=bool)
+        present[np.repeat(np.arange(len(x)), T), x.ravel()] = True
+        floor = mean_estimate(best_mixture_losses(rows, present, eps), eval_seed)
+        truth = mean_estimate(-(rows * np.log(rows + eps)).sum(1), eval_seed)
+        l_reach = _reachable(ctx, task, eps, int(s["reach_steps"]), int(s["batch"]), x, rows)
+        reach = mean_estimate(l_reach, eval_seed)
+        l_truth = -(rows * np.log(rows + eps)).sum(1)  # the true row's perturbed loss, per prompt
+        masses, mins, losses, excess, over_reach, roots_tv = [], [], [], [], [], []
+        for sd, model, log in models[T]:
+            attn = position_attention(model)
+            pa = parent_attention(attn, par, reading="positions")
+            f = _reduced_eval(model, x, ctx.device, eps)
+            l_model = -(rows * np.log(f + eps)).sum(1)
+            masses.append(pa.mean)
+            mins.append(pa.min)
+            losses.append(mean_estimate(l_model, eval_seed))
+            excess.append(mean_estimate(l_model - l_truth, eval_seed))
+            over_reach.append(mean_estimate(l_model - l_reach, eval_seed))
+            roots_tv.append(root_uniformity(attn, par))
+            out = compare(pa.min, thr)
+            checks.append(InstanceCheck(holds, out, pa.min - thr, {
+                "conclusion": f"S(A1)[i, p(i)] >= {thr} at every non-root i after stage 1", "T": T, "S": S,
+                "graph": s["graph"], "parents": par.tolist(), "prior": prior.spec(), "training seed": sd,
+                "wrong task": wrong, **hp, **pa.record(), "S(A1) (rounded)": np.round(attn, 4).tolist()}))
+        per_T[T] = {"mins": mins, "masses": masses, "losses": losses, "excess": excess, "over_reach": over_reach,
+                    "floor": floor,
+                    "reach": reach, "truth": truth, "roots": roots_tv, "par": par, "hp": hp, "gamma": gamma, "eps": eps}
+        lm, lse = _pooled(losses)
+        numbers += [
+            _trained_number(f"T={T}: min_i S(A1)[i, p(i)] after stage 1", mins, seeds, tolerance=thr,
+                            note=f"threshold {thr}; beta0={hp['beta0']:.3g}, lr1={hp['lr1']:.3g}, "
+                                 f"{hp['steps1']}+{hp['steps2']} steps, batch {hp['batch']}"),
+            _trained_number(f"T={T}: T * (1 - min_i S(A1)[i, p(i)])  (Knowl 1: O(1) as T grows)",
+                            [T * (1 - m) for m in mins], seeds),
+            _trained_number(f"T={T}: trained perturbed loss L(theta) (eps = T^-1/2 = {eps:.3g})",
+                            [l.value for l in losses], seeds,
+                            note=f"{len(x)} evaluation prompts (seed {eval_seed}), prompt stderr "
+                                 f"{max(l.stderr for l in losses):.2g}"),
+            truth.number(f"T={T}: L_eps(pi): perturbed loss of the true row pi(s_T, .) (below L* because eps > 0)"),
+            _trained_number(f"T={T}: L(theta) - L_eps(pi) (paired per prompt)", [e.value for e in excess], seeds,
+                            note=f"prompt stderr {max(e.stderr for e in excess):.2g}"),
+            _trained_number(f"T={T}: L(theta) - L* (Knowl 1's literal gap)", [l.value - lstar for l in losses], seeds),
+            reach.number(f"T={T}: best reachable: true adjacency, A2 fitted (Adam, {s['reach_steps']} steps)"),
+            _trained_number(f"T={T}: L(theta) - reachable (paired per prompt)", [e.value for e in over_reach], seeds,
+                            tolerance=float(s["reach_tol"])),
+            floor.number(f"T={T}: floor: best mixture of prompt tokens knowing pi (no such predictor does better)"),
+        ]
+        if (par[:-1] < 0).sum() > 1:
+            numbers.append(_trained_number(f"T={T}: max TV(S(A1) root row, uniform)", roots_tv, seeds))
+        ctx.progress(f"N.K1 T={T}: min attention {np.min(mins):.3f}, loss {lm:.4f} ± {lse:.2g}")
+    # Loss approaching the optimum as T grows (Knowl 1, item 2). The perturbed loss with
+    # eps = T^-1/2 sits far below L* at these T (eps shifts it by O(eps)), so L(theta) - L* is
+    # negative and moves with eps, not with learning; the decided form compares with the same
+    # perturbed loss of the truth, L_eps(pi), which tends to L* as eps -> 0.
+    T0, T1 = Ts[0], Ts[-1]
+    m0, se0 = _pooled(per_T[T0]["excess"])
+    m1, se1 = _pooled(per_T[T1]["excess"])
+    drop = (m0 - m1) - float(ctx.params["required_drop"])
+    se_drop = math.hypot(se0, se1)
+    out = compare(drop, 0.0, stderr=se_drop, z=ctx.z)
+    checks.append(InstanceCheck(assumption_sets[-1], out, drop, {
+        "conclusion": (f"L(theta) - L_eps(pi) falls from T={T0} to T={T1} (by more than "
+                       f"{ctx.params['required_drop']})"),
+        f"L(theta) - L_eps(pi) at T={T0}": m0, f"L(theta) - L_eps(pi) at T={T1}": m1,
+        "standard error of the drop": se_drop, "L*": lstar,
+        f"L(theta) - L* at T={T0}": _pooled(per_T[T0]["losses"])[0] - lstar,
+        f"L(theta) - L* at T={T1}": _pooled(per_T[T1]["losses"])[0] - lstar,
+        "seeds": seeds, "prior": prior.spec(), "wrong task": wrong}))
+    tol = float(s["reach_tol"])
+    for T in Ts:
+        excess_r, se_r = _pooled(per_T[T]["over_reach"])  # paired per prompt
+        out = compare(tol, excess_r, stderr=se_r, z=ctx.z)
+        checks.append(InstanceCheck(assumption_sets[Ts.index(T)], out, tol - excess_r, {
+            "conclusion": f"trained L(theta) within {tol} of the best reachable loss (true adjacency, A2 fitted)",
+            "T": T, "trained": _pooled(per_T[T]["losses"])[0], "reachable": per_T[T]["reach"].value,
+            "floor (mixture knowing pi)": per_T[T]["floor"].value, "trained - reachable (paired)": excess_r,
+            "stderr": se_r, "seeds": seeds, "wrong task": wrong}))
+    res = summarize_instances(
+        "trained", checks, K1_ASSUMPTIONS,
+        what=(f"stage-1 attention >= {thr} on every parent (every T, every seed); L(theta) - L_eps(pi) falls with T; "
+              f"L(theta) within {tol} of the reachable loss"), numbers=numbers,
+        budget="more seeds and evaluation prompts (seeds, n_eval), or longer stages (steps1, steps2)")
+    res.readings.append(_k1_rate_reading(per_T, Ts, lstar))
+    res.figures += _k1_figures(ctx, per_T, Ts, lstar, models)
+    return res
+
+
+def _pooled(losses: Sequence[Estimate]) -> tuple[float, float]:
+    """Mean over seeds of per-seed estimates on the same evaluation prompts; error: the seeds'
+    spread and the prompts' error (not divided by the number of seeds: the prompts are shared)."""
+    vals = [l.value for l in losses]
+    m, se_seed = _across(vals)
+    se_prompts = math.sqrt(sum(l.stderr ** 2 for l in losses) / len(losses))
+    return m, math.hypot(se_seed, se_prompts)
+
+
+def _k1_rate_reading(per_T, Ts, lstar) -> dict:
+    parts = []
+    for T in Ts:
+        m, se = _pooled(per_T[T]["losses"])
+        parts.append(f"T={T}: L-L*={m - lstar:+.4f}±{se:.2g}, L_eps(pi)-L*={per_T[T]['truth'].value - lstar:+.4f}, "
+                     f"1-min attn={1 - min(per_T[T]['mins']):.3g}")
+    return {"name": "Knowl 1's literal loss bound L(theta) - L* <= C (log^2 T / T_eff)^(c gamma/24) (C, c unspecified)",
+            "verdict": "REPORTED",
+            "detail": "; ".join(parts) + ". The perturbed loss (eps = T_eff^-1/2) is below L* at every T here, "
+                                        "so the literal bound holds trivially and says nothing; the decided check "
+                                        "uses L(theta) - L_eps(pi)."}
+
+
+def _k1_figures(ctx, per_T, Ts, lstar, models) -> list[str]:
+    plt = _plt()
+    out = []
+    fig, axes = plt.subplots(2, len(Ts), figsize=(3.2 * len(Ts), 6.2), squeeze=False)
+    for k, T in enumerate(Ts):
+        _, model, _ = models[T][0]
+        axes[0, k].imshow(adjacency_pattern(per_T[T]["par"]), cmap="viridis", vmin=0, vmax=1)
+        axes[0, k].set_title(f"true adjacency, T={T}", fontsize=9)
+        im = axes[1, k].imshow(position_attention(model), cmap="viridis", vmin=0, vmax=1)
+        axes[1, k].set_title(f"S(A1) after stage 1 (seed {models[T][0][0]})", fontsize=9)
+        for ax in axes[:, k]:
+            ax.set_xlabel("key position j")
+            ax.set_ylabel("query position i")
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6)
+    fig.suptitle("N.K1: reduced model, first-layer attention vs the graph")
+    p = ctx.figure_path("attention")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    out.append(str(p.relative_to(ctx.out_dir)))
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ms = [_pooled(per_T[T]["losses"]) for T in Ts]
+    ax.errorbar(Ts, [m for m, _ in ms], yerr=[3 * e for _, e in ms], marker="o", label="trained (two-stage GD)")
+    ax.plot(Ts, [per_T[T]["reach"].value for T in Ts], "s--", label="true adjacency, A2 fitted")
+    ax.plot(Ts, [per_T[T]["floor"].value for T in Ts], "v:", label="floor: best prompt-token mixture knowing pi")
+    ax.plot(Ts, [per_T[T]["truth"].value for T in Ts], "^:", label="L_eps(pi): true row pi(s_T, .)")
+    ax.axhline(lstar, color="k", lw=1, label="L*")
+    ax.set_xscale("log")
+    ax.set_xlabel("T (= T_eff, chain)")
+    ax.set_ylabel("perturbed loss, eps = T^-1/2")
+    ax.set_title("N.K1: loss vs T (error bars: 3 s.e.)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    p = ctx.figure_path("loss-vs-T")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    out.append(str(p.relative_to(ctx.out_dir)))
+    return out
+
+
+K1_TRAIN_QUICK = {"S": N_S, "graph": "chain", "Ts": (10, 20, 40), "seeds": 2, "alpha": N_ALPHA, "gamma": 0.5,
+                  "beta0": "auto", "eta1": 1.0, "steps1": 200, "lr2": 10.0, "steps2": 200, "batch": 256}
+K1_TRAIN_STANDARD = {**K1_TRAIN_QUICK, "Ts": (10, 20, 40, 80), "seeds": 3, "steps1": 600, "steps2": 600,
+                     "batch": 1024}
+K1_TRAIN_PAPER = {**K1_TRAIN_QUICK, "Ts": (10, 20, 40, 80, 160), "seeds": 5, "steps1": 2000, "steps2": 2000,
+                  "batch": 2048}
 
 N_K1 = Claim(
     id="N.K1",
     title="Two-stage gradient descent on the reduced model recovers the graph and approaches L*",
-    source=Source("N", "Knowl 1 (Theorem 4.4); algorithm Knowl 5",
+    source=Source("N", "Knowl 1 (Theorem 4.4); algorithm Knowl 5; model Knowl 6",
                   "S(A1)_{i,p(i)} >= 1 - O(1/T); L(theta) - L* <= C (log^2 T / T_eff)^(c gamma / 24)"),
-    statement=("Two-stage gradient descent on N's reduced model (A1(0) = 0, A2(0) = beta0 I; stage 1 trains A1 with A2 "
-               "frozen, stage 2 trains A2) on N's perturbed population loss: for every non-root i the first layer's "
-               "attention S(A1)_{i,p(i)} >= 1 - O(1/T), and the loss approaches L* = E[entropy rate] as T_eff "
-               "grows. To be decided by the trained tier (issue #4)."),
-    assumptions=("lower bound gamma > 0", "non-degeneracy", "permutation symmetry and uniform mean",
-                 "root fraction <= 1 - gamma", "T_eff >= poly(1/gamma, S)", "beta0 <= c T_eff^(-3/2)"),
-    checks={},
-    settings={},
-    decided_by="quick",
-    pending=_TRAINED_PENDING,
+    statement=("N's reduced model f = X^T softmax(S(MASK(A1)) X A2^T e_{s_T}) trained by N's two-stage gradient "
+               "descent (Knowl 5): A1(0) = 0, A2(0) = beta0 I with beta0 = T^(-3/2); stage 1 plain GD on A1 (A2 "
+               "frozen, lr1 = eta1 T^2 / beta0), stage 2 plain GD on A2 (A1 frozen); constant step sizes; N's "
+               "perturbed population loss -sum_s' pi(s'|s_T) log(f_s' + eps), eps = T_eff^(-1/2), on fresh batches. "
+               "Chain graph (T_eff = T), prior floor(dirichlet(0.1), gamma=0.5) at S = 10 (Knowl 10's assumptions "
+               "hold; N's plain Dirichlet(0.1) has no entry floor). Decided: (1) after stage 1, S(A1)[i, p(i)] >= "
+               "0.9 at every non-root i, for every T and every seed; (2) the loss approaches the optimum as T grows: "
+               "the excess L(theta) - L_eps(pi) over the perturbed loss of the true row pi(s_T, .) (same eps, paired "
+               "per prompt) is smaller at the largest T than at the smallest (margin z s.e.); L_eps(pi) -> L* as eps "
+               "-> 0, and Knowl 1's literal L(theta) - L* is reported (it is negative at these T: eps = T^-1/2 pulls "
+               "the perturbed loss below L*, so the literal bound holds trivially); (3) the trained "
+               "loss is within reach_tol of the best loss this model class reaches once the graph is known (true "
+               "adjacency in layer 1, A2 fitted by Adam). The model's output is a mixture of prompt tokens, so it "
+               "cannot reach the add-alpha Bayes loss and nothing here asks it to; the floor of any prompt-token "
+               "mixture, even one that knows pi, is reported, as is the perturbed loss of the true row (below L*). "
+               "The 1 - O(1/T) rate and the loss exponent have unspecified constants: reported, not decided."),
+    assumptions=K1_ASSUMPTIONS,
+    checks={"trained": _k1_trained},
+    settings={
+        "quick": {"tiers": ("trained",), **K1_TRAIN_QUICK, "n_eval": 4096, "reach_steps": 200, "reach_tol": 0.01},
+        "standard": {"tiers": ("trained",), **K1_TRAIN_STANDARD, "n_eval": 16384, "reach_steps": 600,
+                     "reach_tol": 0.01},
+        "paper": {"tiers": ("trained",), **K1_TRAIN_PAPER, "n_eval": 65536, "reach_steps": 2000, "reach_tol": 0.005},
+    },
+    params={"attention_threshold": 0.9, "required_drop": 0.0, "wrong_task": None},
+    prior_dependent=True,
 )
+
+
+# ------------------------------------------------------------------------------ N.K4 --
+K4_ASSUMPTIONS = ("min pi~ >= gamma/S for a gamma > 0 the prior allows (Knowl 10)", "the model trained as in N.K1")
+
+
+def _ood_matrices(ctx: Context, S: int, train_floor: float) -> list[tuple[str, np.ndarray]]:
+    """Out-of-distribution matrices: draws of floor(dirichlet(ood_alpha), ood_gamma) that have an
+    entry below the training prior's floor (so they lie outside its support), and a cyclic matrix
+    ``pi~(s, s+1) = 1 - (S-1) g/S``, other entries ``g/S`` (not permutation symmetric)."""
+    s = ctx.settings
+    g = float(s["ood_gamma"])
+    rng = ctx.rng("ood/matrices")
+    out = []
+    while len(out) < int(s["n_ood"]):
+        pi = g / S + (1 - g) * rng.dirichlet(np.full(S, float(s["ood_alpha"])), size=S)
+        if pi.min() < train_floor or train_floor == 0:
+            out.append((f"floor(dirichlet({s['ood_alpha']}), {g}) draw {len(out)}", pi))
+    cyc = np.full((S, S), g / S)
+    cyc[np.arange(S), (np.arange(S) + 1) % S] = 1 - (S - 1) * g / S
+    out.append(("cyclic", cyc))
+    return out
+
+
+def _sup_errors(model, x, target_rows, device) -> np.ndarray:
+    f = _reduced_eval(model, x, device, 0.0)
+    return np.abs(f - target_rows).max(axis=1)
+
+
+def _k4_trained(ctx: Context) -> TierResult:
+    s = ctx.settings
+    S = int(s["S"])
+    prior = _k1_prior(ctx, S)
+    wrong = ctx.params["wrong_task"]
+    models = _train_k1_models(ctx, prior, wrong)
+    Ts = [int(T) for T in s["Ts"]]
+    seeds = [sd for sd, _, _ in models[Ts[0]]]
+    floor = prior.entry_floor()
+    train_floor = float(floor) if floor is not None else 0.0
+    holds_prior, gamma, a_numbers = _prior_gamma(ctx, prior, S, n_graph(s["graph"], Ts[0]),
+                                                 _k1_hyper(s, Ts[0])["beta0"], float(Ts[0]))
+    mats = _ood_matrices(ctx, S, train_floor)
+    n_per = int(s["n_prompts_per_matrix"])
+    numbers = list(a_numbers)
+    err = {"ood": {}, "id": {}}
+    records = []
+    for T in Ts:
+        par = n_graph(s["graph"], T)
+        task = NTask(S, T, tuple(par.tolist()), prior=prior)
+        rng = ctx.rng(f"ood/prompts/T{T}")
+        xs, rows = [], []
+        for name, pi in mats:
+            x, _ = sample_task(task, rng, n_per, pis=np.broadcast_to(pi, (n_per, S, S)).copy())
+            xs.append(x)
+            rows.append(pi[x[:, -1]])
+        x_ood, r_ood = np.concatenate(xs), np.concatenate(rows)
+        x_id, pis_id = sample_task(task, ctx.rng(f"id/prompts/T{T}"), n_per * len(mats))
+        r_id = pis_id[np.arange(len(x_id)), x_id[:, -1]]
+        for kind, x, r in (("ood", x_ood, r_ood), ("id", x_id, r_id)):
+            per_seed = [_sup_errors(m, x, r, ctx.device) for _, m, _ in models[T]]
+            err[kind][T] = per_seed
+        for k, (name, pi) in enumerate(mats):
+            e = [float(ps[k * n_per:(k + 1) * n_per].mean()) for ps in err["ood"][T]]
+            records.append({"T": T, "matrix": name, "mean sup error per seed": e})
+        for kind in ("ood", "id"):
+            means = [float(e.mean()) for e in err[kind][T]]
+            q99 = [float(np.quantile(e, 0.99)) for e in err[kind][T]]
+            label = "out of distribution" if kind == "ood" else "in distribution"
+            numbers.append(_trained_number(f"T={T}: mean sup_s' |f - pi(s'|s_T)|, {label}", means, seeds,
+                                           note=f"{len(err[kind][T][0])} prompts per seed"))
+            numbers.append(_trained_number(f"T={T}: 0.99-quantile of the sup error, {label}", q99, seeds))
+    # Knowl 10's assumptions hold for every gamma' <= gamma, so Knowl 4 applies with
+    # gamma' = min(gamma, S min pi~), which is > 0 exactly when every entry of pi~ is positive.
+    g_ood = min(S * min(pi.min() for _, pi in mats), gamma)
+    assumptions = {K4_ASSUMPTIONS[0]: g_ood > 0 and all(holds_prior.values()), K4_ASSUMPTIONS[1]: True}
+    numbers.append(Number("gamma' = min(gamma, S min pi~) used by Knowl 4", g_ood,
+                          note=f"gamma allowed by the prior {gamma:.3g}; training prior's floor S * {train_floor:.3g}; "
+                               f"every OOD matrix has an entry below the training floor (outside the support)"))
+    checks = []
+    T0, T1 = Ts[0], Ts[-1]
+    ratio_max = float(ctx.params["ratio_max"])
+    for kind in ("ood", "id"):
+        m0, se0 = _pooled_errors(err[kind][T0])
+        m1, se1 = _pooled_errors(err[kind][T1])
+        drop = m0 - m1
+        out = compare(drop, 0.0, stderr=math.hypot(se0, se1), z=ctx.z)
+        if kind == "id":
+            out = Outcome.HELD if out is not Outcome.VIOLATED else out  # context, decided with the OOD part
+        checks.append(InstanceCheck(assumptions if kind == "ood" else {}, out, drop, {
+            "conclusion": f"the {'out-of-distribution' if kind == 'ood' else 'in-distribution'} sup error shrinks "
+                          f"from T={T0} to T={T1}", f"error at T={T0}": m0, f"error at T={T1}": m1,
+            "standard error": math.hypot(se0, se1), "seeds": seeds, "matrices": [n for n, _ in mats],
+            "out-of-distribution matrices": [np.round(pi, 6).tolist() for _, pi in mats] if kind == "ood" else None,
+            "per matrix": records if kind == "ood" else None, "wrong task": wrong}))
+    for T in Ts:
+        mo, seo = _pooled_errors(err["ood"][T])
+        mi, sei = _pooled_errors(err["id"][T])
+        slack = ratio_max * mi - mo
+        se = math.hypot(seo, ratio_max * sei)
+        out = compare(slack, 0.0, stderr=se, z=ctx.z)
+        checks.append(InstanceCheck(assumptions, out, slack, {
+            "conclusion": f"out-of-distribution error <= {ratio_max} x in-distribution error (like in distribution)",
+            "T": T, "ood error": mo, "id error": mi, "stderr": se, "seeds": seeds, "wrong task": wrong}))
+    res = summarize_instances("trained", checks, list(K4_ASSUMPTIONS),
+                              what=(f"OOD sup error shrinks from T={T0} to T={T1} and stays within "
+                                    f"{ratio_max}x the in-distribution error"), numbers=numbers,
+                              budget="more prompts per matrix and more seeds (n_prompts_per_matrix, seeds)")
+    res.figures.append(_k4_figure(ctx, err, Ts))
+    return res
+
+
+def _pooled_errors(per_seed: Sequence[np.ndarray]) -> tuple[float, float]:
+    return _pooled([mean_estimate(e) for e in per_seed])
+
+
+def _k4_figure(ctx, err, Ts) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for kind, label, mk in (("id", "in distribution", "o"), ("ood", "out of distribution", "s")):
+        ms = [_pooled_errors(err[kind][T]) for T in Ts]
+        ax.errorbar(Ts, [m for m, _ in ms], yerr=[3 * e for _, e in ms], marker=mk, label=f"mean, {label}")
+        ax.plot(Ts, [np.mean([np.quantile(e, 0.99) for e in err[kind][T]]) for T in Ts], mk + ":",
+                label=f"0.99-quantile, {label}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("T (= T_eff, chain)")
+    ax.set_ylabel("sup_s' |f(s_1:T)_s' - pi(s'|s_T)|")
+    ax.set_title("N.K4: error vs T (error bars: 3 s.e.)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    p = ctx.figure_path("ood-error")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return str(p.relative_to(ctx.out_dir))
+
 
 N_K4 = Claim(
     id="N.K4",
     title="The trained model generalises out of distribution",
     source=Source("N", "Knowl 4 (Theorem 4.5)",
                   "min pi~ >= gamma/S => sup_s' |f(s_{1:T})_s' - pi~(s'|s_T)| <= C log T / T_eff^(c gamma) w.p. 0.99"),
-    statement=("The model trained by two-stage gradient descent, evaluated on prompts drawn from a transition matrix "
-               "outside the prior's support with min entry >= gamma/S, predicts pi~(.|s_T) with an error that "
-               "shrinks with T_eff as in distribution. To be decided by the trained tier (issue #4)."),
-    assumptions=("min pi~ >= gamma/S", "the model trained as in N.K1"),
-    checks={},
-    settings={},
-    decided_by="quick",
-    pending=_TRAINED_PENDING,
+    statement=("The reduced models of N.K1 (same prior, graph, T grid, seeds and two-stage GD; shared within a run) "
+               "evaluated on prompts drawn from fixed matrices outside the training prior's support: draws of "
+               "floor(dirichlet(0.3), gamma=0.2) with an entry below the training floor 0.5/S, and a cyclic, "
+               "non-symmetric matrix pi~(s, s+1) = 1 - (S-1) 0.2/S. They satisfy Knowl 4's only condition min pi~ >= "
+               "gamma/S with gamma = 0.2, which Knowl 10 allows for this prior (its assumptions hold for every gamma <= "
+               "0.5). Error: sup_s' |f(s_1:T)_s' - pi~(s'|s_T)| per prompt, mean and 0.99-quantile over prompts, mean ± "
+               "s.e. over seeds. Decided: the out-of-distribution error at the largest T is below that at the smallest "
+               "T (margin z s.e.), and at every T it is at most ratio_max (2) times the in-distribution error (Knowl 4's "
+               "bound has the same T-dependence in and out of distribution)."),
+    assumptions=K4_ASSUMPTIONS,
+    checks={"trained": _k4_trained},
+    settings={
+        "quick": {"tiers": ("trained",), **K1_TRAIN_QUICK, "ood_gamma": 0.2, "ood_alpha": 0.3, "n_ood": 3,
+                  "n_prompts_per_matrix": 1000},
+        "standard": {"tiers": ("trained",), **K1_TRAIN_STANDARD, "ood_gamma": 0.2, "ood_alpha": 0.3, "n_ood": 6,
+                     "n_prompts_per_matrix": 4000},
+        "paper": {"tiers": ("trained",), **K1_TRAIN_PAPER, "ood_gamma": 0.2, "ood_alpha": 0.3, "n_ood": 10,
+                  "n_prompts_per_matrix": 10000},
+    },
+    params={"ratio_max": 2.0, "wrong_task": None},
+    prior_dependent=True,
 )
 
+
+# ================================================================================== N.E ==
+E_GRAPHS = ("chain", "icl", "random")
+
+
+def _e_recipe(s) -> Recipe:
+    r = s["recipe"]
+    return Recipe(r.get("name", "N's recipe, quick"), r.get("optimizer", "sgd"), float(r["lr"]), int(r["steps"]),
+                  batch=int(r.get("batch", 1024)), schedule=r.get("schedule", "cosine"),
+                  init_scale=float(r.get("init_scale", 0.0)), weight_decay=float(r.get("weight_decay", 0.0)))
+
+
+def _e_prior_alpha(ctx: Context) -> tuple[Prior | None, float, bool]:
+    """``(prior for the task, alpha for add-alpha, Bayes available)``: N's Dirichlet(alpha) by default;
+    a user's Dirichlet keeps the exact machinery; any other prior trains and reports add-alpha at the
+    innermost Dirichlet's alpha (1 if none) without an importance-sampling Bayes estimate."""
+    if ctx.prior is None:
+        return None, float(ctx.settings["alpha"]), True
+    p = ctx.prior
+    if isinstance(p, Dirichlet):
+        return p, float(p.alpha), True
+    inner = p
+    while hasattr(inner, "base") and not isinstance(inner, Dirichlet):
+        inner = inner.base
+    return p, (float(inner.alpha) if isinstance(inner, Dirichlet) else 1.0), False
+
+
+def _model_probs(model, x: np.ndarray, device: str, chunk: int = 4096) -> np.ndarray:
+    out = []
+    with torch.no_grad(), OneThread():
+        for lo in range(0, len(x), chunk):
+            logits = last_position_logits(model, torch.as_tensor(x[lo:lo + chunk], device=device))
+            out.append(torch.softmax(logits.double(), dim=-1).cpu().numpy())
+    return np.concatenate(out)
+
+
+def _e_run(ctx: Context, gname: str, par: np.ndarray, sd: int, recipe: Recipe, prior, alpha: float, bayes_ok: bool,
+           wrong) -> dict:
+    """Train one model on one graph and read it out against the baselines."""
+    s = ctx.settings
+    S, T = int(s["S"]), int(s["T"])
+    task = NTask(S, T, tuple(par.tolist()), alpha=alpha, prior=prior)
+
+    def batch_bayes(batch) -> float:  # add-alpha loss of the training batch, logged beside the model's
+        x = batch.tokens.cpu().numpy()
+        return float(population_losses(add_alpha_batch(x, par, alpha, S), batch.probs.double().cpu().numpy()).mean())
+
+    model, log = train_disentangled(task, recipe, seed=sd, device=ctx.device, wrong=wrong,
+                                    log_every=max(1, recipe.steps // 40), bayes_loss=batch_bayes)
+    eval_seed = ctx.seed_for(f"eval/{gname}/{sd}")
+    x, pis = sample_task(task, np.random.default_rng(eval_seed), int(s["n_eval"]))
+    rows = pis[np.arange(len(x)), x[:, -1]]
+    f = _model_probs(model, x, ctx.device)
+    l_model = population_losses(f, rows)
+    l_aa = population_losses(add_alpha_batch(x, par, alpha, S), rows)
+    l_code = population_losses(add_alpha_batch(x, par, alpha, S, root_source="last"), rows)
+    probe = torch.as_tensor(x[: int(s["n_probe"])], device=ctx.device)
+    att_prompts = mean_attention(model, probe)
+    att_positions = position_attention(model)
+    pa_prompts = parent_attention(att_prompts, par, reading="prompts")
+    pa_positions = parent_attention(att_positions, par, reading="positions")
+    run = {"graph": gname, "parents": par, "seed": sd, "eval_seed": eval_seed, "model": model, "log": log,
+           "pa_prompts": pa_prompts, "pa_positions": pa_positions, "att_prompts": att_prompts,
+           "att_positions": att_positions, "loss": mean_estimate(l_model, eval_seed),
+           "add_alpha": mean_estimate(l_aa, eval_seed), "code_line": mean_estimate(l_code, eval_seed),
+           "model_minus_aa": mean_estimate(l_model - l_aa, eval_seed), "bayes": None}
+    if bayes_ok:
+        nb = int(s["n_bayes"])
+        is_seed = ctx.seed_for(f"bayes/{gname}/{sd}")
+        br = bayes_loss_bracket(x[:nb], pis[:nb], par, alpha, S, n_samples=int(s["is_samples"]), seed=is_seed)
+        # Bayes on the whole evaluation set: add-alpha there, minus the paired gap measured on the subset.
+        gap = br.add_alpha_minus_upper
+        run["bayes"] = br
+        run["bayes_full"] = Estimate(run["add_alpha"].value - gap.value, math.hypot(run["add_alpha"].stderr, gap.stderr),
+                                     len(x), is_seed)
+        run["model_minus_bayes"] = Estimate(run["model_minus_aa"].value + gap.value,
+                                            math.hypot(run["model_minus_aa"].stderr, gap.stderr), len(x), is_seed)
+    return run
+
+
+def _e_trained(ctx: Context) -> TierResult:
+    s = ctx.settings
+    S, T = int(s["S"]), int(s["T"])
+    wrong = ctx.params["wrong_task"]
+    gap_min = float(ctx.params["gap_closed"])
+    commit = float(ctx.params["committed"])
+    recipe = _e_recipe(s)
+    prior, alpha, bayes_ok = _e_prior_alpha(ctx)
+    seeds = _seeds(ctx, "train", int(s["seeds"]))
+    lstar = dirichlet_row_entropy(alpha, S) if (prior is None or isinstance(prior, Dirichlet)) else None
+    runs, checks = [], []
+    for gname in s["graphs"]:
+        for k, sd in enumerate(seeds):
+            par = _graph(gname, T, ctx, f"{gname}/{k}")
+            ctx.progress(f"N.E: training on the {gname} graph, seed {sd} ({recipe.describe()})")
+            run = _e_run(ctx, gname, par, sd, recipe, prior, alpha, bayes_ok, wrong)
+            runs.append(run)
+            pa = run["pa_prompts"]
+            att = run["att_prompts"]
+            miss = ~pa.argmax_on_parent
+            top = att[pa.positions, pa.argmax]  # attention at each row's argmax
+            committed = miss & (top >= commit)  # the row has settled on another key
+            diffuse = miss & ~committed  # the row has not formed yet: more training decides
+            record = {"graph": gname, "parents": par.tolist(), "training seed": sd, "recipe": recipe.describe(),
+                      "S": S, "T": T, "alpha": alpha, "wrong task": wrong,
+                      "prompts reading": pa.record(), "positions reading (N's S(A1_pos,pos))": run["pa_positions"].record(),
+                      "positions whose argmax is another key with attention >= "
+                      f"{commit}": pa.positions[committed].tolist(),
+                      "positions whose argmax misses the parent in a diffuse row": pa.positions[diffuse].tolist(),
+                      "loss": run["loss"].value, "add-alpha loss": run["add_alpha"].value}
+            attn_out = (Outcome.VIOLATED if committed.any() else Outcome.UNDECIDED if diffuse.any() else Outcome.HELD)
+            margin = float(pa.mass.min()) if not miss.any() else -float(top[miss].max())
+            checks.append(InstanceCheck({}, attn_out, margin,
+                                        {"conclusion": "first-layer attention (mean over prompts) has its argmax on "
+                                                       "the parent at every non-root position", **record}))
+            if diffuse.any() and s.get("adam_reading", True):
+                run["adam"] = _adam_reading(ctx, gname, par, sd, prior, alpha, wrong)
+            # Loss: the fraction of the gap between the uniform predictor and Bayes that the model closes.
+            ref = run["bayes_full"] if run["bayes"] is not None else run["add_alpha"]
+            spread = math.log(S) - ref.value
+            closed = (math.log(S) - run["loss"].value) / spread
+            diff = run["model_minus_bayes"] if run["bayes"] is not None else run["model_minus_aa"]
+            se = diff.stderr / spread
+            out = compare(closed, gap_min, stderr=se, z=ctx.z)
+            checks.append(InstanceCheck({}, out, closed - gap_min, {
+                "conclusion": f"the loss closes >= {gap_min:.0%} of the gap between the uniform predictor (log S) "
+                              f"and the {'Bayes' if run['bayes'] is not None else 'add-alpha'} loss",
+                **record, "fraction of the gap closed": closed, "stderr": se,
+                "baseline": "Bayes (IS, add-alpha minus paired gap)" if run["bayes"] is not None else "add-alpha",
+                "baseline loss": ref.value}))
+    numbers = _e_numbers(ctx, runs, seeds, lstar, recipe)
+    res = summarize_instances("trained", checks, [],
+                              what=(f"argmax of the first layer on the parent at every non-root position, and the "
+                                    f"loss closes >= {gap_min:.0%} of the uniform-to-Bayes gap (every graph and seed)"),
+                              numbers=numbers,
+                              budget=("rows still diffuse or error bars straddling: the standard profile (6,000 steps) "
+                                      "or the paper profile (N's 2**17 steps) decides"))
+    res.readings += _e_readings(runs, s)
+    res.figures += _e_figures(ctx, runs, lstar)
+    return res
+
+
+def _e_numbers(ctx, runs, seeds, lstar, recipe) -> list[Number]:
+    s = ctx.settings
+    numbers = [Number("training recipe", recipe.steps, note=recipe.describe())]
+    if lstar is not None:
+        numbers.append(Number("L* = psi(S alpha + 1) - psi(alpha + 1)", lstar, note="entropy rate, exact"))
+    for gname in s["graphs"]:
+        rs = [r for r in runs if r["graph"] == gname]
+        sds = [r["seed"] for r in rs]
+        numbers += [
+            _trained_number(f"{gname}: mean attention on the parent, prompts reading", [r["pa_prompts"].mean for r in rs],
+                            sds, note=f"batch mean over {s['n_probe']} prompts; N's code: 0.84 ± 0.05 (see readings)"),
+            _trained_number(f"{gname}: min attention on the parent, prompts reading", [r["pa_prompts"].min for r in rs],
+                            sds),
+            _trained_number(f"{gname}: mean attention on the parent, N's reading S(A1_pos,pos)",
+                            [r["pa_positions"].mean for r in rs], sds,
+                            note=f"N's reference: {N_REFERENCE_MASS[0]} (sd {N_REFERENCE_MASS[1]}) over 20 random "
+                                 f"graphs; chain {N_REFERENCE_CHAIN['mean']} (worst {N_REFERENCE_CHAIN['worst position']})"),
+            _trained_number(f"{gname}: min attention on the parent, N's reading", [r["pa_positions"].min for r in rs], sds),
+            _trained_number(f"{gname}: model loss", [r["loss"].value for r in rs], sds,
+                            note=f"population form -sum pi(q,y) log f(y), {s['n_eval']} prompts per seed, prompt "
+                                 f"stderr {max(r['loss'].stderr for r in rs):.2g}"),
+            _trained_number(f"{gname}: add-alpha loss (edges only)", [r["add_alpha"].value for r in rs], sds),
+            _trained_number(f"{gname}: N's code's Bayes line (roots counted as children of s_(T-2))",
+                            [r["code_line"].value for r in rs], sds),
+            _trained_number(f"{gname}: model - add-alpha (paired)", [r["model_minus_aa"].value for r in rs], sds),
+        ]
+        if rs[0]["bayes"] is not None:
+            brs = [r["bayes"] for r in rs]
+            numbers += [
+                _trained_number(f"{gname}: Bayes loss (IS), whole evaluation set", [r["bayes_full"].value for r in rs],
+                                sds, note=f"add-alpha minus the paired gap on {s['n_bayes']} prompts, "
+                                          f"{s['is_samples']} importance samples each; IS seeds "
+                                          f"{[r['bayes_full'].seed for r in rs]}"),
+                _trained_number(f"{gname}: model - Bayes (paired)", [r["model_minus_bayes"].value for r in rs], sds),
+                _trained_number(f"{gname}: add-alpha - Bayes (paired, IS predictor)",
+                                [b.add_alpha_minus_upper.value for b in brs], sds,
+                                note=f"prompt stderr {max(b.add_alpha_minus_upper.stderr for b in brs):.2g}; > 0 means "
+                                     "add-alpha is not Bayes under roots ~ mu_pi (N.T)"),
+                _trained_number(f"{gname}: Bayes bracket width (IS predictor's loss - plug-in entropy)",
+                                [b.width for b in brs], sds,
+                                note=f"min effective sample size {min(b.min_ess for b in brs):.0f}"),
+            ]
+    return numbers
+
+
+def _adam_reading(ctx, gname, par, sd, prior, alpha, wrong) -> dict:
+    """Where N's plain gradient descent left some row diffuse: the same model and task trained with
+    this project's fast recipe (Adam, all blocks from zero, jointly), to tell a slow optimiser from
+    a mechanism the model does not form."""
+    from .training import FAST_RECIPE
+
+    s = ctx.settings
+    task = NTask(int(s["S"]), int(s["T"]), tuple(par.tolist()), alpha=alpha, prior=prior)
+    ctx.progress(f"N.E: {gname} seed {sd} left rows diffuse; the same task with Adam for comparison")
+    model, _ = train_disentangled(task, FAST_RECIPE, seed=sd, device=ctx.device, wrong=wrong)
+    x, _ = sample_task(task, np.random.default_rng(ctx.seed_for(f"eval/{gname}/{sd}")), int(s["n_probe"]))
+    return {"recipe": FAST_RECIPE.describe(),
+            "prompts": parent_attention(mean_attention(model, torch.as_tensor(x, device=ctx.device)), par),
+            "positions": parent_attention(position_attention(model), par, reading="positions")}
+
+
+def _e_readings(runs, s) -> list[dict]:
+    out = []
+    adam = [r for r in runs if r.get("adam")]
+    if adam:
+        ok = all(r["adam"]["prompts"].all_argmax_on_parent for r in adam)
+        out.append({"name": "runs whose rows stayed diffuse under plain GD, retrained with Adam (fast recipe)",
+                    "verdict": "PASS" if ok else "FAIL",
+                    "detail": "; ".join(f"{r['graph']} seed {r['seed']}: plain GD min {r['pa_prompts'].min:.3f} -> "
+                                        f"Adam min {r['adam']['prompts'].min:.3f}, argmax on every parent: "
+                                        f"{r['adam']['prompts'].all_argmax_on_parent}" for r in adam)
+                              + f" ({adam[0]['adam']['recipe']})"})
+    pos_ok = all(r["pa_positions"].all_argmax_on_parent for r in runs)
+    out.append({"name": "N's reading: argmax of S(A1_pos,pos) (position block only) on the parent",
+                "verdict": "PASS" if pos_ok else "FAIL",
+                "detail": "; ".join(f"{r['graph']} seed {r['seed']}: mean {r['pa_positions'].mean:.3f}, min "
+                                    f"{r['pa_positions'].min:.3f} at position {r['pa_positions'].worst_position}"
+                                    for r in runs)})
+    masses = [r["pa_positions"].mean for r in runs if r["graph"] == "random"]
+    if masses:
+        m, se = _across(masses)
+        out.append({"name": "attention mass next to N's reference figure", "verdict": "REPORTED",
+                    "detail": f"random graphs here: {m:.3f} ± {se:.2g} (N's reading, {len(masses)} graphs, S={s['S']}); "
+                              f"N's many_graphs.ipynb: {N_REFERENCE_MASS[0]:.3f} (sd {N_REFERENCE_MASS[1]:.3f}) over 20 "
+                              "graphs at vocabulary 3, each node a root w.p. 1/2, constant lr 1 for 2**14 steps; "
+                              f"N's code on its chain task: {N_REFERENCE_CHAIN['mean']} "
+                              f"(worst {N_REFERENCE_CHAIN['worst position']})"})
+    return out
+
+
+def _e_figures(ctx, runs, lstar) -> list[str]:
+    plt = _plt()
+    graphs = list(dict.fromkeys(r["graph"] for r in runs))
+    first = [next(r for r in runs if r["graph"] == g) for g in graphs]
+    fig, axes = plt.subplots(len(first), 3, figsize=(8.4, 2.8 * len(first)), squeeze=False)
+    for row, r in zip(axes, first):
+        for ax, M, title in ((row[0], adjacency_pattern(r["parents"]), f"{r['graph']}: true adjacency"),
+                             (row[1], r["att_prompts"], "layer 1, mean over prompts"),
+                             (row[2], r["att_positions"], "N's S(A1_pos,pos)")):
+            im = ax.imshow(M, cmap="viridis", vmin=0, vmax=1)
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("key j", fontsize=8)
+            ax.set_ylabel("query i", fontsize=8)
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.5)
+    fig.suptitle(f"N.E: first-layer attention vs the DAG (seed {first[0]['seed']})")
+    p = ctx.figure_path("attention")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths = [str(p.relative_to(ctx.out_dir))]
+    fig, axes = plt.subplots(1, len(first), figsize=(4.2 * len(first), 3.8), squeeze=False)
+    for ax, g in zip(axes[0], graphs):
+        rs = [r for r in runs if r["graph"] == g]
+        for r in rs:
+            log = r["log"]
+            ax.plot(log.column("step"), log.column("loss"), lw=1, label=f"model, seed {r['seed']}")
+        r = rs[0]
+        ax.plot(r["log"].column("step"), r["log"].column("bayes_loss"), lw=0.8, color="gray",
+                label="add-alpha on the training batch")
+        if r["bayes"] is not None:
+            ax.axhline(r["bayes_full"].value, color="k", ls="--", lw=1, label="Bayes (IS)")
+        ax.axhline(r["code_line"].value, color="r", ls=":", lw=1, label="N's code's line")
+        if lstar is not None:
+            ax.axhline(lstar, color="k", lw=0.8, label="L*")
+        ax.set_ylim(bottom=(lstar or 0) - 0.1, top=math.log(int(ctx.settings["S"])) + 0.2)
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss (nats)")
+        ax.set_title(f"N.E: {g}", fontsize=10)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    p = ctx.figure_path("loss")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(str(p.relative_to(ctx.out_dir)))
+    return paths
+
+
+N_E = Claim(
+    id="N.E",
+    title="N Fig. 2: trained first layers match the adjacency matrix; the loss approaches the Bayes loss",
+    source=Source("N", "Section 3.1, Fig. 2; reference code single_parent.py, many_graphs.ipynb",
+                  "trained on chain, in-context-function and random-tree DAGs, A1 matches the adjacency matrix"),
+    statement=("N's disentangled transformer (heads [1, 1], the reference code's CatFormer) trained as N's code trains "
+               "it: all blocks jointly from zero, plain gradient descent, cosine schedule, on N's population loss "
+               "-sum_y pi(s_T, y) log f(y) with fresh prompts every step (S=10, T=20, Dirichlet(0.1) rows, roots ~ "
+               "mu_pi, query uniform). The paper profile uses N's hyperparameters (lr 1, 2**17 steps, batch 1024); the "
+               "quick profile the same algorithm with a larger step size and fewer steps. Graphs: chain, in-context "
+               "function, and random trees (p(i) ~ Unif{-1..i-1}, one per seed). Decided for every graph and seed: "
+               "(1) the first layer's attention, averaged over prompts, has its argmax on p(i) at every non-root i "
+               "(a row whose argmax is another key holding >= 0.5 of the attention is a counterexample; a row whose "
+               "argmax misses in a still diffuse row is undecided at the profile's budget, and that task is then "
+               "retrained with Adam as a reading); "
+               "(2) the loss closes >= 80% of the gap between the uniform predictor (log S) and the Bayes loss. "
+               "The Bayes loss is estimated by importance sampling (roots ~ mu_pi make add-alpha inexact, N.T): the "
+               "loss of an importance-sampling posterior-mean predictor (an upper bound on the Bayes loss) on a "
+               "subset, carried to the whole evaluation set through its paired gap to add-alpha. Reported next to "
+               "it: add-alpha, N's code's Bayes line (it counts roots as children of s_(T-2): too high), L*, the mass "
+               "in N's own reading S(A1_pos,pos) next to N's figures (0.84 ± 0.05 over 20 random graphs; 0.79 on its "
+               "chain task)."),
+    assumptions=(),
+    checks={"trained": _e_trained},
+    settings={
+        "quick": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 2,
+                  "recipe": {"name": "plain GD from zero, quick", "optimizer": "sgd", "lr": 20.0, "steps": 2000,
+                             "batch": 128, "schedule": "cosine"},
+                  "n_eval": 4096, "n_probe": 1024, "n_bayes": 128, "is_samples": 400},
+        "standard": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 3,
+                     "recipe": {"name": "plain GD from zero", "optimizer": "sgd", "lr": 20.0, "steps": 8000,
+                                "batch": 256, "schedule": "cosine"},
+                     "n_eval": 16384, "n_probe": 2048, "n_bayes": 512, "is_samples": 1000},
+        "paper": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 3,
+                  "recipe": {"name": N_RECIPE.name, "optimizer": "sgd", "lr": N_RECIPE.lr, "steps": N_RECIPE.steps,
+                             "batch": N_RECIPE.batch, "schedule": "cosine"},
+                  "n_eval": 65536, "n_probe": 4096, "n_bayes": 2000, "is_samples": 2000},
+    },
+    params={"gap_closed": 0.8, "committed": 0.5, "wrong_task": None},
+    prior_dependent=True,
+)
+
+
+# ============================================================================ N.K9 trained ==
+# T = 8: at T = 12 the same recipe (2,000 steps, init 0.01 or 0.1) left both heads diffuse (mass ~0.2 on
+# either parent); at T = 8 the heads split by 1,000 steps (own-parent mass 0.63, loss within 0.02 of Bayes).
+K9_TRAINED_DEFAULTS = {"trained_S": 3, "trained_T": 8, "trained_graph": "ngram", "trained_seeds": 2,
+                       "trained_alpha": N_ALPHA, "trained_n_eval": 4096, "trained_n_probe": 1024,
+                       "trained_recipe": {"name": "Adam from a small random start (N's multi_parent.ipynb uses AdamW)",
+                                          "optimizer": "adam", "lr": 0.05, "steps": 1000, "batch": 512,
+                                          "schedule": "cosine", "init_scale": 0.1}}
+
+
+def n_k9_trained_tier(ctx: Context) -> TierResult:
+    """N.K9's trained part: a disentangled transformer with 2 first-layer heads (heads [2, 1]),
+    trained on a 2-parent task, splits the parents across its heads.
+
+    Reads from ``ctx.settings`` (defaults in :data:`K9_TRAINED_DEFAULTS`): ``trained_S``,
+    ``trained_T``, ``trained_graph`` (``ngram``: trigram ``p(i) = (i-2, i-1)``; ``notebook``: N's
+    ``((i-1)//2, i-1)``; ``random``), ``trained_seeds``, ``trained_alpha``, ``trained_recipe``,
+    ``trained_n_eval``, ``trained_n_probe``; from ``ctx.params`` (optional):
+    ``trained_split_threshold`` (default 0.5) and ``trained_wrong_task`` (``None``,
+    ``"shuffled"`` or ``"one-parent"``). Decided per seed: the heads' argmax parents are distinct and each head puts
+    at least the threshold of its pattern-row attention (mean over prompts) on its parent;
+    two heads holding the threshold on the same parent are a counterexample; heads still below
+    the threshold on every parent are undecided at the recipe's budget.
+    """
+    from ...bayes_nichani import multiparent_add_alpha
+    from .constructions import multiparent_graph
+
+    s = {**K9_TRAINED_DEFAULTS, **{k: v for k, v in ctx.settings.items() if k.startswith("trained_")}}
+    S, T = int(s["trained_S"]), int(s["trained_T"])
+    alpha = float(s["trained_alpha"])
+    thr = float(ctx.params.get("trained_split_threshold", 0.5))
+    wrong = ctx.params.get("trained_wrong_task")
+    r = s["trained_recipe"]
+    recipe = Recipe(r.get("name", "k-head recipe"), r.get("optimizer", "adam"), float(r["lr"]), int(r["steps"]),
+                    batch=int(r.get("batch", 512)), schedule=r.get("schedule", "cosine"),
+                    init_scale=float(r.get("init_scale", 0.01)), weight_decay=float(r.get("weight_decay", 0.0)))
+    seeds = _seeds(ctx, "trained/k9", int(s["trained_seeds"]))
+    checks, runs = [], []
+    for k, sd in enumerate(seeds):
+        sets = multiparent_graph(s["trained_graph"], T, 2, ctx.rng(f"trained/k9/graph{k}"))
+        task = MultiParentTask(S, tuple(tuple(p) for p in sets), alpha)
+        ctx.progress(f"N.K9 trained: 2-head model on the {s['trained_graph']} task, seed {sd}")
+        model, log = train_disentangled(task, recipe, seed=sd, heads=(2, 1), device=ctx.device, wrong=wrong,
+                                        log_every=max(1, recipe.steps // 30))
+        eval_seed = ctx.seed_for(f"trained/k9/eval{k}")
+        x, rows = sample_multiparent(np.random.default_rng(eval_seed), S, sets, alpha, int(s["trained_n_eval"]))
+        att = head_attention(model, torch.as_tensor(x[: int(s["trained_n_probe"])], device=ctx.device))
+        split = head_split(head_parent_masses(att, sets), thr)
+        f = _model_probs(model, x, ctx.device)
+        loss = mean_estimate(population_losses(f, rows), eval_seed)
+        bayes = mean_estimate(population_losses(multiparent_add_alpha(x, sets, alpha, S), rows), eval_seed)
+        one = mean_estimate(population_losses(multiparent_add_alpha(x, sets, alpha, S, use=(1,)), rows), eval_seed)
+        runs.append({"seed": sd, "sets": sets, "att": att, "split": split, "loss": loss, "bayes": bayes, "one": one,
+                     "log": log})
+        # heads still diffuse (below the threshold, not settled on one parent) are undecided at this budget
+        out = (Outcome.HELD if split.split else Outcome.VIOLATED if split.committed_together else Outcome.UNDECIDED)
+        margin = float(split.own_mass.min() - thr) if split.distinct else -1.0
+        checks.append(InstanceCheck({}, out, margin, {
+            "conclusion": f"the two first-layer heads take distinct parents, each with attention >= {thr} on it",
+            "graph": s["trained_graph"], "parent_sets": [list(p) for p in sets], "S": S, "T": T, "alpha": alpha,
+            "training seed": sd, "recipe": recipe.describe(), "wrong task": wrong, **split.record(),
+            "loss": loss.value, "Bayes loss (2-parent add-alpha)": bayes.value}))
+    sds = [r["seed"] for r in runs]
+    numbers = [
+        Number("training recipe", recipe.steps, note=recipe.describe()),
+        _trained_number("smallest own-parent mass over the two heads", [float(r["split"].own_mass.min()) for r in runs],
+                        sds, tolerance=thr),
+        _trained_number("largest other-parent mass over the two heads",
+                        [float(np.sort(r["split"].masses, axis=1)[:, 0].max()) for r in runs], sds),
+        _trained_number("model loss", [r["loss"].value for r in runs], sds,
+                        note=f"{s['trained_n_eval']} prompts per seed, population form"),
+        _trained_number("Bayes loss: 2-parent add-alpha (exact here: roots are uniform, independent of pi)",
+                        [r["bayes"].value for r in runs], sds),
+        _trained_number("1-parent add-alpha (parent i-1 only; N's notebook's 'one NN' line)",
+                        [r["one"].value for r in runs], sds),
+    ]
+    res = summarize_instances("trained", checks, [], what="a trained 2-head first layer splits the parents across heads",
+                              numbers=numbers, budget="longer training (trained_recipe.steps) or more seeds")
+    res.figures.append(_k9_figure(ctx, runs))
+    return res
+
+
+def _k9_figure(ctx, runs) -> str:
+    plt = _plt()
+    r = runs[0]
+    P = multiparent_patterns(r["sets"])
+    fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.2))
+    for l in range(2):
+        axes[0, l].imshow(P[l], cmap="viridis", vmin=0, vmax=1)
+        axes[0, l].set_title(f"parent {l + 1} pattern", fontsize=9)
+        axes[1, l].imshow(r["att"][l], cmap="viridis", vmin=0, vmax=1)
+        axes[1, l].set_title(f"head {l}, mean over prompts", fontsize=9)
+        for ax in axes[:, l]:
+            ax.set_xlabel("key j", fontsize=8)
+            ax.set_ylabel("query i", fontsize=8)
+    fig.suptitle(f"N.K9 (trained): heads vs parents (seed {r['seed']})")
+    fig.tight_layout()
+    p = ctx.figure_path("trained-heads")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return str(p.relative_to(ctx.out_dir))
+
+
+# =========================================================================== placeholder ==
 N_K10 = Claim(
     id="N.K10",
     title="N's assumptions on the prior, audited for any prior",
@@ -55,23 +1012,6 @@ N_K10 = Claim(
     settings={},
     decided_by="quick",
     pending="decided by `icl-verify prior` (issue #5)",
-)
-
-N_E = Claim(
-    id="N.E",
-    title="N Fig. 2: trained first layers match the adjacency matrix; the loss approaches the Bayes loss",
-    source=Source("N", "Section 3.1, Fig. 2; reference code single_parent.py",
-                  "trained on chain, in-context-function and random-tree DAGs, A1 matches the adjacency matrix"),
-    statement=("Trained (all blocks jointly, from zero, plain gradient descent as N's code) on chain, in-context "
-               "function and random-tree DAGs (S=10, T=20, Dirichlet(0.1)): the first layer's attention puts its mass "
-               "on each position's parent and the loss approaches the Bayes loss (add-alpha with edges only; N's "
-               "plotted line counts roots as children of s_(T-2), see N.T). To be decided by the trained tier "
-               "(issue #4)."),
-    assumptions=(),
-    checks={},
-    settings={},
-    decided_by="quick",
-    pending=_TRAINED_PENDING,
 )
 
 CLAIMS = [N_K1, N_K4, N_K10, N_E]

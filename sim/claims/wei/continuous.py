@@ -264,6 +264,12 @@ def _w_p2_montecarlo(ctx: Context) -> TierResult:
     return res
 
 
+def _w_p2_trained(ctx):
+    from .trained import w_p2_trained_tier  # torch is imported only when a trained tier runs
+
+    return w_p2_trained_tier(ctx)
+
+
 W_P2 = Claim(
     id="W.P2",
     title="Continuous system: BMA logits are not bilinear; the bilinear gap closes as L grows",
@@ -281,17 +287,18 @@ W_P2 = Claim(
                "across a grid of L: positive at the smallest L, below gap_tol at the largest, and shrinking (all "
                "beyond z s.e.)."),
     assumptions=_ASSUMPTIONS,
-    checks={"symbolic": _w_p2_symbolic, "exact": _w_p2_exact, "montecarlo": _w_p2_montecarlo},
+    checks={"symbolic": _w_p2_symbolic, "exact": _w_p2_exact, "montecarlo": _w_p2_montecarlo,
+            "trained": _w_p2_trained},
     settings={
-        "quick": {"tiers": ("symbolic", "exact", "montecarlo"), "d": 3, "H": 6, "L": 3, "n_contexts": 200,
+        "quick": {"tiers": ("symbolic", "exact", "montecarlo", "trained"), "d": 3, "H": 6, "L": 3, "n_contexts": 200,
                   "rhos": (0.3, 0.8, -0.6), "A_kind": "orthogonal", "min_residual": 1e-3,
                   "mc_d": 3, "mc_H": 6, "mc_rho": 0.8, "mc_L": (1, 4, 16, 48), "mc_contexts": 3000,
                   "fit_contexts": 1000, "gap_tol": 0.005},
-        "standard": {"tiers": ("symbolic", "exact", "montecarlo"), "d": 3, "H": 7, "L": 4, "n_contexts": 1000,
+        "standard": {"tiers": ("symbolic", "exact", "montecarlo", "trained"), "d": 3, "H": 7, "L": 4, "n_contexts": 1000,
                      "rhos": (0.1, 0.3, 0.6, 0.9, -0.6), "A_kind": "orthogonal", "min_residual": 1e-3,
                      "mc_d": 3, "mc_H": 7, "mc_rho": 0.8, "mc_L": (1, 2, 4, 8, 16, 32, 64), "mc_contexts": 10000,
                      "fit_contexts": 3000, "gap_tol": 0.005},
-        "paper": {"tiers": ("symbolic", "exact", "montecarlo"), "d": 5, "H": 10, "L": 5, "n_contexts": 2000,
+        "paper": {"tiers": ("symbolic", "exact", "montecarlo", "trained"), "d": 5, "H": 10, "L": 5, "n_contexts": 2000,
                   "rhos": (0.1, 0.3, 0.6, 0.9, -0.6), "A_kind": "orthogonal", "min_residual": 1e-3,
                   "mc_d": 5, "mc_H": 10, "mc_rho": 0.8, "mc_L": (1, 2, 4, 8, 16, 32, 64), "mc_contexts": 40000,
                   "fit_contexts": 10000, "gap_tol": 0.002},

@@ -9,7 +9,7 @@ from sim.runner import RunConfig, evaluate_claim
 from sim.verdict import Verdict
 
 K8_SMALL = {"sizes": ((2, 5),), "n_task": 3000, "n_task_model": 100}
-K9_SMALL = {"sizes": ((2, 5),), "n_task": 3000}
+K9_SMALL = {"sizes": ((2, 5),), "n_task": 3000, "tiers": ("exact",)}  # trained tier: test_nichani_trained.py
 
 
 def _run(claim, tmp_path, prior=None, **overrides):

@@ -89,3 +89,51 @@ def test_a_prior_with_a_zero_entry_breaks_the_lower_bound(tmp_path):
     holds = {a.name: a.holds for a in ex.assumptions}
     assert holds["lower bound: min pi(s'|s) > gamma/S, gamma > 0"] is False
     assert ex.conclusion_without_assumptions
+
+
+def test_a_user_prior_with_uniform_mean_is_balanced_in_every_tier(tmp_path):
+    """floor(dirichlet(1), gamma=0.3) meets N Knowl 10: its finite stand-in is the orbit of draws,
+    balanced to E[trace pi] = 1 as the exact tier does (it used to be left unbalanced in the Monte
+    Carlo tier, where g[i,i] != 0 then let the diagonal beat the parent), and every tier PASSes."""
+    from sim.priors import parse_prior
+
+    res = _run(get("N.K3"), tmp_path, prior=parse_prior("floor(dirichlet(alpha=1), gamma=0.3)"), dims=(3,),
+               graphs=("chain",))
+    assert res.verdict is Verdict.PASS, [(t.tier, t.verdict, t.summary) for t in res.tiers]
+    mc = _tier(res, "montecarlo")
+    assert {a.name for a in mc.assumptions} >= {"permutation symmetry and uniform mean E[pi] = 11^T/S",
+                                                "lower bound: min pi(s'|s) > gamma/S, gamma > 0"}
+
+
+def test_finite_stand_in_follows_the_prior(tmp_path):
+    """Not symmetric -> not symmetrised; symmetric with a non-uniform mean -> orbit, not balanced;
+    a finite support -> the prior's own atoms."""
+    from sim.claims.nichani.gradient import user_finite_prior
+    from sim.priors import parse_prior
+    from sim.claims.base import Context
+
+    def ctx_for(spec):
+        return Context(get("N.K3"), "quick", 0, tmp_path, prior=parse_prior(spec), overrides=SMALL)
+
+    fp, facts = user_finite_prior(ctx_for("banded(dirichlet(alpha=1), width=1)"), 3, "pi", 2)
+    assert facts.symmetric is False and fp.pis.shape[0] == 2 and "not symmetrised" in fp.label
+    fp, facts = user_finite_prior(ctx_for("sticky(dirichlet(alpha=1), stay=0.8)"), 3, "pi", 2)
+    assert facts.symmetric and facts.mean_uniform is False and fp.balance_atom is None and fp.pis.shape[0] == 12
+    assert _symmetry_defects(fp)[0] > 0.1  # the mean is not uniform: assumption 3 fails on the stand-in too
+    fp, facts = user_finite_prior(ctx_for("symmetrize(point([[0.9, 0.1], [0.2, 0.8]]))"), 2, "pi", 2)
+    assert "own atoms" in facts.construction and fp.pis.shape[0] == 2
+    fp, facts = user_finite_prior(ctx_for("point([[1, 0], [0, 1]])"), 2, "pi", 2)
+    assert fp is None and facts.left_out == 1  # two closed classes: g is undefined
+
+
+@pytest.mark.parametrize("spec", ["point([[1,0],[0.5,0.5]])", "doubly_stochastic(k=3)"])
+def test_reducible_draws_do_not_crash_and_name_knowl_2(tmp_path, spec):
+    from sim.priors import parse_prior
+
+    res = _run(get("N.K3"), tmp_path, prior=parse_prior(spec), dims=(3,))
+    assert res.verdict is Verdict.ASSUMPTION_UNMET, [(t.tier, t.verdict, t.summary, t.error) for t in res.tiers]
+    for t in res.tiers:
+        assert t.verdict is Verdict.ASSUMPTION_UNMET and t.conclusion_without_assumptions
+        assert any(a.holds is False for a in t.assumptions)
+    prop = _tier(res, "property")
+    assert any(n.name.startswith("evaluations: search among draws breaking") for n in prop.numbers)

@@ -119,3 +119,36 @@ def test_importance_sampling_reading_is_reported(tmp_path):
     mc = _tier(res, "montecarlo")
     (reading,) = [r for r in mc.readings if r["name"].startswith("add-alpha is Bayes at N's sizes")]
     assert reading["verdict"] in ("FAIL", "INCONCLUSIVE") and "nats" in reading["detail"]
+
+
+def test_draws_without_a_unique_stationary_law_are_left_out_and_named(tmp_path):
+    """A sparse prior has reducible and periodic draws: N Knowl 2's assumptions fail by name with
+    per-draw counts, draws without a unique mu_pi are left out (N's task is undefined there) and
+    counted, and the sampler is still checked on the draws that break Knowl 2 but have a unique
+    mu_pi."""
+    from sim.priors import parse_prior
+
+    res = _run(get("N.T"), tmp_path, prior=parse_prior("sparse(dirichlet(alpha=0.5), threshold=0.1)"),
+               prior_samples=3000, S=3, n_sampler=4000)
+    assert res.verdict is Verdict.ASSUMPTION_UNMET, [(t.tier, t.verdict, t.summary, t.error) for t in res.tiers]
+    for t in res.tiers:
+        holds = {a.name: a for a in t.assumptions}
+        irr = holds["irreducible: one communicating class, so mu_pi is unique and positive (N Knowl 2)"]
+        assert irr.holds is False and ("draws" in irr.detail or "samples" in irr.detail)
+        assert t.conclusion_without_assumptions
+    # the draws that break Knowl 2 but have a unique mu_pi were evaluated, not dropped
+    mc = _tier(res, "montecarlo")
+    assert mc.conclusion_without_assumptions.split(" ")[0] in ("held", "undecided", "violated")
+
+
+@pytest.mark.parametrize("spec, name", [("point([[0,1],[1,0]])", "aperiodic"), ("point([[1,0],[0.5,0.5]])",
+                                                                               "irreducible")])
+def test_periodic_and_reducible_point_priors_break_knowl_2(tmp_path, spec, name):
+    from sim.priors import parse_prior
+
+    res = _run(get("N.T"), tmp_path, prior=parse_prior(spec), prior_samples=500)
+    assert res.verdict is Verdict.ASSUMPTION_UNMET, [(t.tier, t.verdict, t.summary, t.error) for t in res.tiers]
+    for t in res.tiers:
+        failed = [a.name for a in t.assumptions if a.holds is False]
+        assert any(f.startswith(name) for f in failed)
+        assert t.conclusion_without_assumptions

@@ -67,3 +67,15 @@ def test_rate_fit_ignores_roundoff_floor():
     errs[-1] = 1e-16  # round-off, left out of the fit
     rate, used = _fit_rate(betas, errs)
     assert abs(rate - 2.0) < 1e-9 and used == 6
+
+
+def test_an_unmeasurable_rate_is_inconclusive_not_a_fail(run):
+    """A near-deterministic pi (min pi = 1e-9, as Dirichlet(0.1) draws can be): the attention error
+    is below the round-off floor from the first fitted beta on, so the rate cannot be measured.
+    The rest of the conclusion holds; the rate is reported as not measurable, not as violated."""
+    pi = np.array([[1e-9, 1 - 1e-9], [1 - 1e-9, 1e-9]])
+    res = run(W_T1, prior=Point(pi), tiers=("exact",))
+    t = res.tiers[0]
+    assert t.verdict is Verdict.INCONCLUSIVE and "beta grid" in t.budget
+    assert "undecided" in t.summary and "measurable on no matrix" in t.summary
+    assert any(n.name == "matrices whose rate is not measurable" and n.value == 1 for n in t.numbers)

@@ -9,7 +9,9 @@ from sim.sampling import random_recursive_parents
 from sim.verdict import Verdict
 from theory import bilinear_logits, gaussian_bma_logits
 
-SMALL = {"n_contexts": 80, "rhos": (0.3, -0.7), "mc_L": (1, 4, 32), "mc_contexts": 1500, "fit_contexts": 400}
+# The trained tier has its own tests (test_wei_trained.py).
+SMALL = {"n_contexts": 80, "rhos": (0.3, -0.7), "mc_L": (1, 4, 32), "mc_contexts": 1500, "fit_contexts": 400,
+         "tiers": ("symbolic", "exact", "montecarlo")}
 
 
 @pytest.fixture

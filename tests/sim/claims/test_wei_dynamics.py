@@ -110,3 +110,22 @@ def test_uniform_root_breaks_the_ordering(run):
     bad = run(W_T3, prior=Point(pi), roots=("uniform",), **over).tiers[0]
     assert bad.verdict is Verdict.ASSUMPTION_UNMET and "violated" in bad.conclusion_without_assumptions
     assert run(W_T3, prior=Point(pi), roots=("stationary",), **over).verdict is Verdict.PASS
+
+
+def test_reducible_prior_falls_back_to_the_uniform_root_and_the_property_tier_names_the_assumptions(run):
+    """Two closed classes (no unique stationary law): the exact tier uses the uniform root (named
+    in its records) with the stationary-root assumption failing, instead of dropping the draw;
+    the property tier searches the prior's draws through base.property_tier and says which
+    assumptions failed on them and whether a counterexample exists there."""
+    prior = Point(np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.0, 0.5, 0.5]]))
+    res = run(W_T3, prior=prior, tiers=("exact", "property"))
+    assert res.verdict is Verdict.ASSUMPTION_UNMET, [(t.tier, t.verdict, t.summary, t.error) for t in res.tiers]
+    exact, prop = res.tiers
+    failed = {a.name for a in exact.assumptions if a.holds is False}
+    assert "stationary root (every marginal = mu_pi)" in failed and "min pi > 0" in failed
+    assert exact.conclusion_without_assumptions
+    failed = {a.name: a.detail for a in prop.assumptions if a.holds is False}
+    assert "stationary root (every marginal = mu_pi)" in failed and "draws" in failed["min pi > 0"]
+    assert prop.conclusion_without_assumptions
+    if prop.counterexample:  # a counterexample on a draw that breaks an assumption, with its root law
+        assert prop.counterexample["root_law"] == "uniform (stationary law not unique)"

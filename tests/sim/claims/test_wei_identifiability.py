@@ -84,3 +84,54 @@ def test_wls_rate_and_equivalence_logic():
     assert _equivalence(0.0200, 1e-4, 0.02, 0.002, 3.0) is Outcome.HELD
     assert _equivalence(0.0300, 1e-4, 0.02, 0.002, 3.0) is Outcome.VIOLATED
     assert _equivalence(0.0200, 1e-3, 0.02, 0.002, 3.0) is Outcome.UNDECIDED  # interval wider than the tolerance
+
+
+def test_lattice_bahadur_rao_form_is_the_limit_for_a_symmetric_2x2_pi():
+    """A symmetric 2 x 2 pi puts Z on a lattice (0, +-log(a/(1-a))): the non-lattice Bahadur-Rao
+    form misses the exact error by a bounded factor, the lattice form converges to it."""
+    from sim.claims.wei.identifiability import _lattice, _log_prefactor
+    from theory import bahadur_rao_prefactor
+
+    pi = np.array([[0.8, 0.2], [0.2, 0.8]])
+    v, p = llr_law(pi, [-1, 0, 0, 1], 2, 1)
+    lattice = _lattice(v)
+    assert lattice is not None and lattice[0] == pytest.approx(math.log(4)) and lattice[1] == pytest.approx(0)
+    rate = chernoff_exponent(v, p).rate
+    gaps = {}
+    for L in (40, 320):
+        logP = pairwise_error_exact(v, p, L, log=True)
+        gaps[L] = (abs(logP - (_log_prefactor(v, p, L, lattice) - rate * L)),
+                   abs(logP - (math.log(bahadur_rao_prefactor(v, p, L)) - rate * L)))
+    assert gaps[320][0] < 0.03 and gaps[320][0] < gaps[40][0]  # lattice form: converging
+    assert gaps[320][1] > 0.25  # non-lattice form: off by a bounded factor that does not vanish
+    assert _lattice([0.0, 1.797, -1.537]) is None  # incommensurate atoms: non-lattice
+
+
+def test_decay_check_passes_on_a_lattice_pair_and_fails_a_wrong_exponent():
+    from sim.claims.wei.identifiability import _decay_check
+    from theory import CausalTree
+
+    pi = np.array([[0.8, 0.2], [0.2, 0.8]])
+    pair = (pi, CausalTree([-1, 0, 0, 1]), 2, 1, chernoff_exponent(*llr_law(pi, [-1, 0, 0, 1], 2, 1)).rate, None)
+    out, rec, *_ = _decay_check(pair, lambda v, p: chernoff_exponent(v, p).rate, (1.5, 3, 4.5, 6), 200, 0.1, 0.1)
+    assert out is Outcome.HELD and rec["Bahadur-Rao form"].startswith("lattice")
+    out, rec, *_ = _decay_check(pair, lambda v, p: 1.2 * chernoff_exponent(v, p).rate, (1.5, 3, 4.5, 6), 200, 0.1,
+                                0.1)
+    assert out is Outcome.VIOLATED
+
+
+def test_reducible_draws_take_the_uniform_root_and_do_not_crash(run):
+    """Two closed classes: the stationary law is not unique, so both tiers use the uniform root
+    law (named in the records); pi has zeros and the parent is not identifiable there."""
+    res = run(W_T2, prior=Point(np.array([[1.0, 0.0], [0.0, 1.0]])))
+    assert res.verdict is Verdict.ASSUMPTION_UNMET, [(t.tier, t.verdict, t.summary, t.error) for t in res.tiers]
+    for t in res.tiers:
+        assert t.verdict is Verdict.ASSUMPTION_UNMET and t.conclusion_without_assumptions
+        assert t.counterexample["root_law"] != "stationary"
+
+
+def test_mass_below_one_at_the_largest_l_is_inconclusive_not_a_fail(run):
+    """Theorem 2 is a limit: an E[post(pa)] below 1 - eps at the largest L asks for a larger L."""
+    res = run(W_T2, tiers=("montecarlo",), plain_L=(2, 4), mass_eps=1e-6)
+    t = res.tiers[0]
+    assert t.verdict is Verdict.INCONCLUSIVE and "plain_L up to" in t.budget

@@ -1,0 +1,300 @@
+"""Bayes baselines for N's task at any alphabet size (claims N.E, N.K1; N.T has the exact S = 2 case).
+
+N's task (Knowl 2, 0-indexed): a fixed DAG on positions ``0..T-1``, ``pi`` with i.i.d.
+``Dirichlet(alpha)`` rows, non-query roots ``~ mu_pi``, non-roots ``~ pi(s_p(i), .)``, the
+query ``s_{T-1} ~ Unif[S]``, the target ``y ~ pi(s_{T-1}, .)``. A predictor ``f`` of ``y``
+from the prompt has the population loss ``E[-sum_y pi(q, y) log f(y)]`` (N's code trains
+and reports this form). It is minimised by the posterior predictive
+``P*(.) = E[pi(q, .) | prompt]``, with value the Bayes loss ``E_prompt[H(P*)]``.
+
+With roots ``~ mu_pi`` the likelihood carries ``prod_roots mu_pi(s_r)``, so ``P*`` is not the
+add-alpha estimator (claim N.T). Here:
+
+- :func:`add_alpha_batch` / :func:`unigram_batch`: add-alpha along the DAG's edges (and N's
+  code's variant that counts roots as children of ``s_{T-2}``), and the structure-blind
+  in-context unigram estimator;
+- :func:`posterior_predictive_is`: ``P*`` by importance sampling, batched over prompts:
+  proposal = the conjugate posterior ``Dirichlet(alpha + n(s, .))`` per row, weights
+  ``prod_roots mu_pi(s_r)`` (stationary laws by GTH elimination, no subtractions), with
+  the add-alpha mean as a control variate;
+- :func:`bayes_loss_bracket`: the Bayes loss bracketed from both sides. Upper: the loss of
+  the importance-sampling predictor ``hat P`` itself, evaluated against the true ``pi`` --
+  a predictor computed from the prompt alone, so its expected loss is ``>=`` the Bayes
+  loss exactly (up to Monte Carlo error over prompts). Lower: the plug-in entropy
+  ``H(hat P)``, below ``H(P*)`` by concavity up to the ``O(1/K)`` bias of self-normalised
+  importance sampling. The bracket's width says how far the estimate can be trusted;
+- :func:`best_mixture_losses`: the floor of N's perturbed loss for any predictor whose
+  output is a mixture of the prompt's tokens (N's reduced model), even one that knows ``pi``.
+
+Everything is numpy, takes explicit generators, and returns values with standard errors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from .montecarlo import Estimate, mean_estimate
+
+__all__ = [
+    "edge_count_rows",
+    "add_alpha_batch",
+    "unigram_batch",
+    "population_losses",
+    "gth_stationary",
+    "posterior_predictive_is",
+    "BayesBracket",
+    "bayes_loss_bracket",
+    "best_mixture_losses",
+    "multiparent_add_alpha",
+]
+
+
+def _check(tokens, parents, S):
+    x = np.asarray(tokens)
+    par = np.asarray(parents, dtype=np.int64)
+    if x.ndim != 2 or x.shape[1] != par.size:
+        raise ValueError(f"tokens must have shape (B, T) with T = len(parents) = {par.size}, got {x.shape}")
+    if x.size and (x.min() < 0 or x.max() >= S):
+        raise ValueError(f"tokens must lie in 0..{S - 1}")
+    if np.any(par >= np.arange(par.size)) or np.any(par < -1):
+        raise ValueError(f"parents must satisfy -1 <= p(i) < i, got {par.tolist()}")
+    return x.astype(np.int64), par
+
+
+def edge_count_rows(tokens, parents, S: int, *, root_source: str = "none") -> np.ndarray:
+    """``n[b, y] = #{edges j -> i among positions 0..T-2 : s_j = q, s_i = y}`` with ``q = s_{T-1}``, ``(B, S)``.
+
+    ``root_source="last"`` also counts every non-query root ``i`` as a child of ``s_{T-2}``:
+    N's reference ``InContextTree.bayes`` indexes ``seq[dag]`` with ``dag[i] = -1`` after the
+    query was split off, which reads the last context token.
+    """
+    if root_source not in ("none", "last"):
+        raise ValueError(f"root_source must be 'none' or 'last', got {root_source!r}")
+    x, par = _check(tokens, parents, S)
+    B, T = x.shape
+    src = par[: T - 1].copy()
+    if root_source == "last":
+        src[src < 0] = T - 2
+    keep = np.flatnonzero(src >= 0)
+    match = (x[:, src[keep]] == x[:, -1:]).astype(np.float64)  # (B, n_edges): parent token == query
+    counts = np.zeros((B, S))
+    np.add.at(counts, (np.repeat(np.arange(B), keep.size), x[:, keep].ravel()), match.ravel())
+    return counts
+
+
+def add_alpha_batch(tokens, parents, alpha: float, S: int, *, root_source: str = "none") -> np.ndarray:
+    """Add-alpha predictive ``(alpha + n(q, .)) / (S alpha + n(q))`` along the DAG's edges, ``(B, S)``
+    (N Knowl 8's estimator, smoothed; N's code's "Bayes" with ``root_source="last"``)."""
+    c = edge_count_rows(tokens, parents, S, root_source=root_source) + alpha
+    return c / c.sum(axis=1, keepdims=True)
+
+
+def unigram_batch(tokens, alpha: float, S: int) -> np.ndarray:
+    """Structure-blind in-context unigram ``(alpha + #{i < T-1 : s_i = y}) / (S alpha + T - 1)``, ``(B, S)``."""
+    x = np.asarray(tokens, dtype=np.int64)
+    B, T = x.shape
+    c = np.zeros((B, S))
+    np.add.at(c, (np.repeat(np.arange(B), T - 1), x[:, :-1].ravel()), 1.0)
+    c += alpha
+    return c / c.sum(axis=1, keepdims=True)
+
+
+def population_losses(pred, rows) -> np.ndarray:
+    """``-sum_y rows[b, y] log pred[b, y]`` per prompt, ``(B,)`` (``0 log 0 = 0``; ``+inf`` where
+    ``pred = 0 < rows``)."""
+    pred, rows = np.asarray(pred, dtype=np.float64), np.asarray(rows, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        logp = np.log(pred)
+    pos = rows > 0
+    return -np.where(pos, rows * np.where(pos, logp, 0.0), 0.0).sum(axis=-1)
+
+
+def gth_stationary(P: np.ndarray) -> np.ndarray:
+    """Stationary laws of a stack ``(..., S, S)`` of row-stochastic matrices with positive
+    off-diagonal row sums, by Grassmann-Taksar-Heyman elimination (only additions, products
+    and divisions of positive numbers: accurate for tiny entries). Returns ``(..., S)``."""
+    A = np.array(P, dtype=np.float64, copy=True)
+    S = A.shape[-1]
+    for k in range(S - 1, 0, -1):
+        out = A[..., k, :k].sum(axis=-1)  # (...,): mass leaving state k to lower states
+        A[..., :k, k] /= out[..., None]
+        A[..., :k, :k] += A[..., :k, k, None] * A[..., k, None, :k]
+    x = np.zeros(A.shape[:-1])
+    x[..., 0] = 1.0
+    for j in range(1, S):
+        x[..., j] = (x[..., :j] * A[..., :j, j]).sum(axis=-1)
+    return x / x.sum(axis=-1, keepdims=True)
+
+
+def _dirichlet_log_space(rng: np.random.Generator, shape_params: np.ndarray) -> np.ndarray:
+    """Dirichlet draws along the last axis with concentration ``shape_params`` (any ``> 0``),
+    via ``log G(a) = log G(a + 1) + log(U) / a`` so small ``a`` never underflows to 0."""
+    logg = np.log(rng.standard_gamma(shape_params + 1.0)) + np.log(rng.random(shape_params.shape)) / shape_params
+    logg -= logg.max(axis=-1, keepdims=True)
+    g = np.maximum(np.exp(logg), 1e-300)  # positive entries keep mu_pi unique
+    return g / g.sum(axis=-1, keepdims=True)
+
+
+def posterior_predictive_is(tokens, parents, alpha: float, S: int, n_samples: int, rng: np.random.Generator, *,
+                            groups: int = 8, chunk_elems: int = 4_000_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``P*(.) = E[pi(q, .) | prompt]`` for every prompt by importance sampling with a control variate.
+
+    Proposal per prompt: rows ``pi(s, .) ~ Dirichlet(alpha + n(s, .))`` independently (the
+    conjugate posterior of the edges, whose mean of row ``q`` is the add-alpha estimator
+    ``a``); weight ``w = prod_{non-query roots r} mu_pi(s_r)``. Then
+    ``P* = E[w pi(q, .)] / E[w] = a + Cov(w, pi(q, .)) / E[w]``, estimated by
+    ``a + sum_k (w_k - mean w)(pi_k(q, .) - a) / sum_k w_k``: the proposal's own spread of
+    ``pi(q, .)`` (the bulk of the noise of plain self-normalised sampling) cancels, and the
+    estimate sums to 1. Entries are floored at ``1e-12 a`` and renormalised (rare).
+
+    Returns ``(estimate (B, S), stderr (B, S), ess (B,))``; the standard error is from
+    ``groups`` independent batches of the samples (batch means), the effective sample size
+    is ``(sum w)^2 / sum w^2``.
+    """
+    x, par = _check(tokens, parents, S)
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    if n_samples < 2 * groups:
+        raise ValueError(f"n_samples must be >= 2 * groups = {2 * groups}, got {n_samples}")
+    B, T = x.shape
+    ctx_par = par[: T - 1]
+    edges = np.flatnonzero(ctx_par >= 0)
+    roots = np.flatnonzero(ctx_par < 0)
+    K = (n_samples // groups) * groups
+    est, se, ess = np.empty((B, S)), np.empty((B, S)), np.empty(B)
+    step = max(1, chunk_elems // (K * S * S))
+    for lo in range(0, B, step):
+        xb = x[lo:lo + step]
+        P = xb.shape[0]
+        n = np.zeros((P, S, S))
+        np.add.at(n, (np.repeat(np.arange(P), edges.size), xb[:, ctx_par[edges]].ravel(), xb[:, edges].ravel()), 1.0)
+        r = np.zeros((P, S))
+        np.add.at(r, (np.repeat(np.arange(P), roots.size), xb[:, roots].ravel()), 1.0)
+        q = xb[:, -1]
+        a = (alpha + n[np.arange(P), q]) / (S * alpha + n[np.arange(P), q].sum(-1, keepdims=True))  # (P, S) add-alpha
+        conc = np.ascontiguousarray(np.broadcast_to((alpha + n)[:, None], (P, K, S, S)))
+        pis = _dirichlet_log_space(rng, conc)  # (P, K, S, S)
+        if roots.size:
+            mu = gth_stationary(pis)  # (P, K, S)
+            logw = (np.log(mu) * r[:, None, :]).sum(axis=-1)  # (P, K)
+            w = np.exp(logw - logw.max(axis=1, keepdims=True))
+        else:
+            w = np.ones((P, K))
+        dev = pis[np.arange(P), :, q] - a[:, None]  # (P, K, S): pi_k(q, .) - a
+
+        def estimate(wg, dg):  # (P, k), (P, k, S) -> (P, S)
+            c = wg - wg.mean(axis=1, keepdims=True)
+            return a + (c[..., None] * dg).sum(axis=1) / wg.sum(axis=1)[:, None]
+
+        e = estimate(w, dev)
+        parts = np.stack([estimate(w[:, g::groups], dev[:, g::groups]) for g in range(groups)])  # (G, P, S)
+        floor = 1e-12 * a
+        e = np.maximum(e, floor)
+        est[lo:lo + P] = e / e.sum(axis=1, keepdims=True)
+        se[lo:lo + P] = parts.std(axis=0, ddof=1) / np.sqrt(groups)
+        ess[lo:lo + P] = w.sum(axis=1) ** 2 / (w ** 2).sum(axis=1)
+    return est, se, ess
+
+
+@dataclass(frozen=True)
+class BayesBracket:
+    """The Bayes loss of N's task on a set of prompts, bracketed (see the module docstring).
+
+    ``upper``: loss of the importance-sampling predictor against the true ``pi`` (``>=`` Bayes);
+    ``lower``: mean plug-in entropy ``H(hat P)``; ``add_alpha_minus_upper``: paired difference
+    (how much the importance-sampling predictor beats add-alpha on the same prompts);
+    ``min_ess``: the smallest effective sample size over prompts.
+    """
+
+    upper: Estimate
+    lower: Estimate
+    add_alpha: Estimate
+    add_alpha_minus_upper: Estimate
+    n_samples: int
+    min_ess: float
+
+    @property
+    def width(self) -> float:
+        return self.upper.value - self.lower.value
+
+
+def bayes_loss_bracket(tokens, pis, parents, alpha: float, S: int, *, n_samples: int, seed: int,
+                       add_alpha_pred=None) -> BayesBracket:
+    """Bracket the Bayes loss on ``tokens`` ``(B, T)`` with their matrices ``pis`` ``(B, S, S)``.
+
+    ``seed`` drives the importance sampling (reported next to the numbers).
+    """
+    x = np.asarray(tokens, dtype=np.int64)
+    rows = np.asarray(pis)[np.arange(x.shape[0]), x[:, -1]]  # (B, S): pi(q, .)
+    rng = np.random.default_rng(seed)
+    est, _, ess = posterior_predictive_is(x, parents, alpha, S, n_samples, rng)
+    up = population_losses(est, rows)
+    lo = population_losses(est, est)
+    aa = add_alpha_batch(x, parents, alpha, S) if add_alpha_pred is None else add_alpha_pred
+    la = population_losses(aa, rows)
+    return BayesBracket(upper=mean_estimate(up, seed), lower=mean_estimate(lo, seed),
+                        add_alpha=mean_estimate(la, seed), add_alpha_minus_upper=mean_estimate(la - up, seed),
+                        n_samples=int(n_samples), min_ess=float(ess.min()))
+
+
+
+def best_mixture_losses(rows, present, eps: float, *, iters: int = 100) -> np.ndarray:
+    """Oracle floor for predictors whose output is a mixture of the prompt's tokens (N's
+    reduced model, Knowl 6): per prompt ``min_f -sum_y rows[y] log(f_y + eps)`` over probability
+    vectors ``f`` supported on the tokens present in the prompt, knowing the true ``rows``.
+
+    KKT: ``f_y = max(rows[y] / lam - eps, 0)`` on the present tokens with ``lam`` set so that
+    ``sum f = 1`` (found by bisection on ``log lam``); absent tokens pay ``-rows[y] log eps``.
+    No predictor of this class -- trained or not, knowing ``pi`` or not -- has a lower
+    perturbed loss on the prompt. Shapes: ``rows`` ``(B, S)``, ``present`` ``(B, S)`` bool; returns ``(B,)``.
+    """
+    r = np.asarray(rows, dtype=np.float64)
+    pres = np.asarray(present, dtype=bool)
+    if r.shape != pres.shape:
+        raise ValueError(f"rows {r.shape} and present {pres.shape} must have the same shape")
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0, got {eps}")
+    rp = np.where(pres, r, 0.0)
+    B = r.shape[0]
+    lo = np.full(B, np.log(1e-300))  # f-sum at lam: decreasing in lam
+    hi = np.log(np.maximum(rp.max(axis=1), 1e-300) / eps) + 1.0  # there every f_y = 0
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        total = np.maximum(rp / np.exp(mid)[:, None] - eps, 0.0).sum(axis=1)
+        big = total > 1.0
+        lo = np.where(big, mid, lo)
+        hi = np.where(big, hi, mid)
+    f = np.maximum(rp / np.exp(hi)[:, None] - eps, 0.0)
+    s = f.sum(axis=1, keepdims=True)
+    none = rp.sum(axis=1) <= 0  # no mass on the present tokens: any mixture of them does equally
+    f = np.where(none[:, None], pres / np.maximum(pres.sum(axis=1, keepdims=True), 1), f / np.where(s > 0, s, 1.0))
+    f = np.where(pres, f, 0.0)
+    return -(r * np.log(f + eps)).sum(axis=1)
+
+
+def multiparent_add_alpha(tokens, parent_sets, alpha: float, S: int, *, use: Sequence[int] | None = None) -> np.ndarray:
+    """Add-alpha predictive of the target node ``T`` of a multi-parent task (N Knowl 9), ``(B, S)``.
+
+    Counts every non-root prompt position ``i <= T-1`` whose parents' tokens (those listed in
+    ``use``, all by default) equal the target's parents' tokens. With i.i.d.
+    ``Dirichlet(alpha)`` rows ``pi(. | a_1..a_k)`` and roots independent of ``pi`` (N's
+    ``InContextDAG`` draws them uniformly) this is the exact posterior predictive (conjugacy);
+    with ``use`` a subset it is the estimator that conditions on those parents only (N's
+    notebook's "one NN" line uses the last parent).
+    """
+    sets = [tuple(int(p) for p in ps) for ps in parent_sets]
+    x = np.asarray(tokens, dtype=np.int64)
+    B, T = x.shape
+    if len(sets) != T + 1:
+        raise ValueError(f"parent_sets must have length T + 1 = {T + 1}, got {len(sets)}")
+    k = len(sets[-1])
+    cols = list(range(k)) if use is None else [int(c) for c in use]
+    query = x[:, [sets[T][c] for c in cols]]  # (B, |use|)
+    counts = np.zeros((B, S))
+    for i in range(T):
+        if sets[i]:
+            match = (x[:, [sets[i][c] for c in cols]] == query).all(axis=1)
+            counts[np.arange(B), x[:, i]] += match
+    counts += alpha
+    return counts / counts.sum(axis=1, keepdims=True)

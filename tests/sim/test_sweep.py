@@ -1,0 +1,156 @@
+"""Tests of sim.sweep: grids, run ids, per-run atomic records, resume, the local process pool
+and a Dask LocalCluster (loopback only, dashboard off): identical results for the same seeds,
+and a killed worker losing only its own run, which a resume finishes."""
+import json
+import os
+
+import pytest
+
+from sim import sweep
+from sim.sweep import SweepError, deterministic_part, grid, run_id, run_sweep
+
+SELFTEST = "sim.sweep:selftest_run"
+TINY = dict(C=3, K=2, N=8, width=8, steps=4, batch=4, n_eval=4, eval_every=2, eval_log_points=0,
+            strategies=["uniform", "G1", "G2", "M1", "M2"])
+
+
+def test_grid_is_the_cartesian_product_in_axis_order():
+    g = grid({"N": 8}, K=[1, 4], seed=[0, 1, 2])
+    assert len(g) == 6 and g[0] == {"N": 8, "K": 1, "seed": 0} and g[-1] == {"N": 8, "K": 4, "seed": 2}
+    with pytest.raises(SweepError, match="axis 'K' must be a list"):
+        grid(K=3)
+
+
+def test_run_ids_are_stable_and_name_the_function():
+    a = run_id(SELFTEST, {"seed": 1, "n": 2})
+    assert a == run_id(SELFTEST, {"n": 2, "seed": 1}) and len(a) == 16
+    assert a != run_id(SELFTEST, {"seed": 2, "n": 2})
+    assert a != run_id("sim.markov_icl:run_markov", {"seed": 1, "n": 2})
+    with pytest.raises(SweepError, match="cannot be imported by a worker"):
+        run_sweep(lambda p: p, [{}], "unused", executor="serial")
+    with pytest.raises(SweepError, match="unknown executor 'threads'"):
+        run_sweep(SELFTEST, [{}], "unused", executor="threads")
+
+
+def test_serial_sweep_writes_each_run_and_resumes(tmp_path):
+    params = grid({"n": 3}, seed=[0, 1, 2])
+    res = run_sweep(SELFTEST, params, tmp_path, executor="serial")
+    assert res.complete and res.reused == 0 and not res.failed
+    files = sorted(p.name for p in (tmp_path / "runs").glob("*.json"))
+    assert files == sorted(f"{i}.json" for i in res.ids)
+    rec = json.loads((tmp_path / "runs" / f"{res.ids[1]}.json").read_text())
+    assert rec["params"] == params[1] and rec["result"]["torch_threads"] == 1
+    again = run_sweep(SELFTEST, params + [{"n": 3, "seed": 3}], tmp_path, executor="serial")
+    assert again.reused == 3 and again.complete
+    assert again.results()[:3] == res.results()
+    fresh = run_sweep(SELFTEST, params, tmp_path, executor="serial", resume=False)
+    assert fresh.reused == 0
+
+
+def test_a_damaged_record_is_recomputed(tmp_path):
+    res = run_sweep(SELFTEST, [{"seed": 0}], tmp_path, executor="serial")
+    (tmp_path / "runs" / f"{res.ids[0]}.json").write_text("{half a fi")
+    again = run_sweep(SELFTEST, [{"seed": 0}], tmp_path, executor="serial")
+    assert again.reused == 0 and again.complete and again.results() == res.results()
+
+
+def test_local_pool_one_thread_each_and_a_killed_worker_loses_only_its_run(tmp_path):
+    flag = tmp_path / "kill-me"
+    flag.write_text("")
+    params = grid({"n": 5}, seed=[0, 1, 2, 3])
+    params[1]["crash_if"] = str(flag)
+    params[1]["sleep"] = 0.2  # dies mid-sweep, while the other worker is busy
+    res = run_sweep(SELFTEST, params, tmp_path / "sw", executor="local", workers=2)
+    assert set(res.failed) == {res.ids[1]}
+    assert "died (exit code 17)" in res.failed[res.ids[1]]
+    assert all(res.ids[i] in res.records for i in (0, 2, 3))
+    assert (tmp_path / "sw" / "failed" / f"{res.ids[1]}.json").exists()
+    assert all(r["torch_threads"] == 1 for r in res.results() if r is not None)
+    flag.unlink()
+    again = run_sweep(SELFTEST, params, tmp_path / "sw", executor="local", workers=2)
+    assert again.complete and again.reused == 3 and not again.failed
+    assert not (tmp_path / "sw" / "failed" / f"{res.ids[1]}.json").exists()
+    serial = run_sweep(SELFTEST, params, tmp_path / "serial", executor="serial")
+    assert deterministic_part(again.results()) == deterministic_part(serial.results())
+
+
+def test_local_pool_records_a_run_that_raises(tmp_path):
+    res = run_sweep("sim.markov_icl:run_markov", [{"K": 0}], tmp_path, executor="local", workers=1)
+    assert not res.complete and "K must be a positive integer" in next(iter(res.failed.values()))
+
+
+# ------------------------------------------------------------------------------------- Dask ---
+@pytest.fixture(scope="module")
+def cluster():
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    # one retry, so a task that keeps killing its worker fails fast (KilledWorker)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                      dashboard_address=None, worker_dashboard_address=None,
+                                      scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
+        try:
+            yield cl
+        finally:
+            cl.close()
+
+
+def _listening(pids):
+    import psutil
+
+    out = []
+    for pid in pids:
+        try:
+            conns = psutil.Process(pid).net_connections(kind="inet")
+        except psutil.NoSuchProcess:
+            continue
+        out += [c.laddr for c in conns if c.status == psutil.CONN_LISTEN]
+    return out
+
+
+def test_the_dask_cluster_listens_on_loopback_only(cluster):
+    import psutil
+
+    assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+    me = psutil.Process()
+    addrs = _listening([me.pid] + [p.pid for p in me.children(recursive=True)])
+    assert addrs, "expected the scheduler and workers to listen somewhere"
+    assert {a.ip for a in addrs} == {"127.0.0.1"}, addrs
+
+
+def test_local_and_dask_give_identical_training_runs(cluster, tmp_path):
+    params = grid(TINY, seed=[0, 1])
+    local = run_sweep("sim.markov_icl:run_markov", params, tmp_path / "local", executor="local", workers=2)
+    remote = run_sweep("sim.markov_icl:run_markov", params, tmp_path / "dask", executor="dask",
+                       address=cluster.scheduler_address)
+    assert local.complete and remote.complete
+    assert local.ids == remote.ids
+    assert deterministic_part(local.results()) == deterministic_part(remote.results())
+    assert all(r["timing"]["torch_threads"] == 1 for r in remote.results())
+    assert local.results()[0]["eval"] != local.results()[1]["eval"]  # the seeds matter
+
+
+def test_a_killed_dask_worker_loses_only_its_run_and_a_resume_finishes(cluster, tmp_path):
+    flag = tmp_path / "kill-me"
+    flag.write_text("")
+    params = grid({"n": 3, "sleep": 0.3}, seed=[0, 1, 2, 3])
+    params[0]["crash_if"] = str(flag)
+    from distributed import Client
+
+    with Client(cluster) as client:
+        res = run_sweep(SELFTEST, params, tmp_path / "sw", executor="dask", client=client)
+        assert set(res.failed) == {res.ids[0]}
+        assert "KilledWorker" in res.failed[res.ids[0]]
+        assert all(res.ids[i] in res.records for i in (1, 2, 3))
+        flag.unlink()
+        again = run_sweep(SELFTEST, params, tmp_path / "sw", executor="dask", client=client)
+    assert again.complete and again.reused == 3
+    serial = run_sweep(SELFTEST, params, tmp_path / "serial", executor="serial")
+    assert deterministic_part(again.results()) == deterministic_part(serial.results())
+
+
+def test_dask_without_an_address_is_a_clear_error(tmp_path):
+    pytest.importorskip("distributed")
+    with pytest.raises(SweepError, match="needs a scheduler address"):
+        run_sweep(SELFTEST, [{"seed": 0}], tmp_path, executor="dask")
