@@ -15,13 +15,12 @@ model), ``data`` for the batches; both come from the claim's seeds.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import torch
 

@@ -172,6 +172,18 @@ class Context:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
+    def save_figure(self, fig, name: str, *, tight: bool = True, dpi: int = 110) -> str:
+        """Write ``fig`` to ``figures/<claim>-<name>.png``, close it, and return the path
+        relative to the run folder (what a tier's ``figures`` lists)."""
+        import matplotlib.pyplot as plt
+
+        if tight:
+            fig.tight_layout()
+        path = self.figure_path(name)
+        fig.savefig(path, dpi=dpi)
+        plt.close(fig)
+        return str(path.relative_to(self.out_dir))
+
 
 # ---------------------------------------------------------------------------------------
 # Pattern 1: a conclusion checked on many drawn instances (exact and Monte Carlo tiers).

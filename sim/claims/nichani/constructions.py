@@ -82,11 +82,7 @@ def _figure(ctx, name: str, title: str, curves: dict, xlabel: str = "beta (beta1
     ax.set_ylabel("max |readout - estimator| over defined prompts")
     ax.set_title(title)
     ax.legend(fontsize=6)
-    fig.tight_layout()
-    path = ctx.figure_path(name)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path.relative_to(ctx.out_dir))
+    return ctx.save_figure(fig, name)
 
 
 def _betas(ctx) -> list[tuple[float, float]]:

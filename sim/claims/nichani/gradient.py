@@ -744,11 +744,7 @@ def _k3_figure(ctx, curves) -> str:
     ax.set_title("N.K3: autograd gradient at init vs formula")
     if curves:
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path("gradient-vs-T")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path.relative_to(ctx.out_dir))
+    return ctx.save_figure(fig, "gradient-vs-T")
 
 
 # ---------------------------------------------------------------------- property tier --

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 from theory import CausalTree
-from theory.dirichlet import add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy, edge_counts
+from theory.dirichlet import add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy
 
 from ...montecarlo import mean_estimate
 from ...priors import Dirichlet, Prior

@@ -10,6 +10,7 @@ error across seeds, next to its baseline. Torch runs on ``ctx.device`` (``cpu`` 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Sequence
 
@@ -25,7 +26,7 @@ from ...priors import Dirichlet, Floor, Prior
 from ...probes.nichani import (adjacency_pattern, head_attention, head_parent_masses, head_split, mean_attention,
                                multiparent_patterns, parent_attention, position_attention, root_uniformity)
 from ...sampling import batched_stationary
-from ...verdict import Assumption, Number, Outcome, TierResult, compare, tier_verdict
+from ...verdict import Number, Outcome, TierResult, compare
 from ..base import Claim, Context, InstanceCheck, Source, summarize_instances
 from .task import N_ALPHA, N_S, N_T, n_graph
 from .training import (N_RECIPE, MultiParentTask, NTask, OneThread, Recipe, last_position_logits, reduced_loss,
@@ -346,10 +347,7 @@ def _k1_figures(ctx, per_T, Ts, lstar, models) -> list[str]:
             ax.set_ylabel("query position i")
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6)
     fig.suptitle("N.K1: reduced model, first-layer attention vs the graph")
-    p = ctx.figure_path("attention")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    out.append(str(p.relative_to(ctx.out_dir)))
+    out.append(ctx.save_figure(fig, "attention", tight=False))
     fig, ax = plt.subplots(figsize=(5, 4))
     ms = [_pooled(per_T[T]["losses"]) for T in Ts]
     ax.errorbar(Ts, [m for m, _ in ms], yerr=[3 * e for _, e in ms], marker="o", label="trained (two-stage GD)")
@@ -362,11 +360,7 @@ def _k1_figures(ctx, per_T, Ts, lstar, models) -> list[str]:
     ax.set_ylabel("perturbed loss, eps = T^-1/2")
     ax.set_title("N.K1: loss vs T (error bars: 3 s.e.)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = ctx.figure_path("loss-vs-T")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    out.append(str(p.relative_to(ctx.out_dir)))
+    out.append(ctx.save_figure(fig, "loss-vs-T"))
     return out
 
 
@@ -538,11 +532,7 @@ def _k4_figure(ctx, err, Ts) -> str:
     ax.set_ylabel("sup_s' |f(s_1:T)_s' - pi(s'|s_T)|")
     ax.set_title("N.K4: error vs T (error bars: 3 s.e.)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = ctx.figure_path("ood-error")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    return str(p.relative_to(ctx.out_dir))
+    return ctx.save_figure(fig, "ood-error")
 
 
 N_K4 = Claim(
@@ -767,11 +757,12 @@ def _adam_reading(ctx, gname, par, sd, prior, alpha, wrong) -> dict:
     from .training import FAST_RECIPE
 
     s = ctx.settings
+    recipe = dataclasses.replace(FAST_RECIPE, batch=int(s.get("adam_batch", FAST_RECIPE.batch)))
     task = NTask(int(s["S"]), int(s["T"]), tuple(par.tolist()), alpha=alpha, prior=prior)
     ctx.progress(f"N.E: {gname} seed {sd} left rows diffuse; the same task with Adam for comparison")
-    model, _ = train_disentangled(task, FAST_RECIPE, seed=sd, device=ctx.device, wrong=wrong)
+    model, _ = train_disentangled(task, recipe, seed=sd, device=ctx.device, wrong=wrong)
     x, _ = sample_task(task, np.random.default_rng(ctx.seed_for(f"eval/{gname}/{sd}")), int(s["n_probe"]))
-    return {"recipe": FAST_RECIPE.describe(),
+    return {"recipe": recipe.describe(),
             "prompts": parent_attention(mean_attention(model, torch.as_tensor(x, device=ctx.device)), par),
             "positions": parent_attention(position_attention(model), par, reading="positions")}
 
@@ -820,10 +811,7 @@ def _e_figures(ctx, runs, lstar) -> list[str]:
             ax.set_ylabel("query i", fontsize=8)
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.5)
     fig.suptitle(f"N.E: first-layer attention vs the DAG (seed {first[0]['seed']})")
-    p = ctx.figure_path("attention")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths = [str(p.relative_to(ctx.out_dir))]
+    paths = [ctx.save_figure(fig, "attention", tight=False)]
     fig, axes = plt.subplots(1, len(first), figsize=(4.2 * len(first), 3.8), squeeze=False)
     for ax, g in zip(axes[0], graphs):
         rs = [r for r in runs if r["graph"] == g]
@@ -843,11 +831,7 @@ def _e_figures(ctx, runs, lstar) -> list[str]:
         ax.set_ylabel("loss (nats)")
         ax.set_title(f"N.E: {g}", fontsize=10)
         ax.legend(fontsize=6)
-    fig.tight_layout()
-    p = ctx.figure_path("loss")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(str(p.relative_to(ctx.out_dir)))
+    paths.append(ctx.save_figure(fig, "loss"))
     return paths
 
 
@@ -879,7 +863,7 @@ N_E = Claim(
         "quick": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 2,
                   "recipe": {"name": "plain GD from zero, quick", "optimizer": "sgd", "lr": 20.0, "steps": 2000,
                              "batch": 128, "schedule": "cosine"},
-                  "n_eval": 4096, "n_probe": 1024, "n_bayes": 128, "is_samples": 400},
+                  "n_eval": 4096, "n_probe": 1024, "n_bayes": 128, "is_samples": 400, "adam_batch": 256},
         "standard": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 3,
                      "recipe": {"name": "plain GD from zero", "optimizer": "sgd", "lr": 20.0, "steps": 8000,
                                 "batch": 256, "schedule": "cosine"},
@@ -990,11 +974,7 @@ def _k9_figure(ctx, runs) -> str:
             ax.set_xlabel("key j", fontsize=8)
             ax.set_ylabel("query i", fontsize=8)
     fig.suptitle(f"N.K9 (trained): heads vs parents (seed {r['seed']})")
-    fig.tight_layout()
-    p = ctx.figure_path("trained-heads")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    return str(p.relative_to(ctx.out_dir))
+    return ctx.save_figure(fig, "trained-heads")
 
 
 # =========================================================================== placeholder ==

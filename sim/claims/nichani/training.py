@@ -27,8 +27,7 @@ the prompt predicts it), ``wrong="other-graph"`` trains on the DAG ``p(i) = i - 
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory import CausalTree, bma_posterior, bma_posterior_bruteforce
+from theory import bma_posterior, bma_posterior_bruteforce
 
 from ...priors import Dirichlet, Floor, Mixture, Sparse
 from ...sampling import sample_tree_sequences

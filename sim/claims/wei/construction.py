@@ -213,11 +213,7 @@ def _w_t1_exact(ctx: Context) -> TierResult:
         ax.set_ylabel("max |layer-2 attention - BMA posterior|")
         ax.set_title(f"W.T1: attention -> BMA posterior (L={L}, H={H})")
         ax.legend(fontsize=6)
-        fig.tight_layout()
-        path = ctx.figure_path("attention-vs-beta")
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        res.figures.append(str(path.relative_to(ctx.out_dir)))
+        res.figures.append(ctx.save_figure(fig, "attention-vs-beta"))
     return res
 
 
@@ -303,11 +299,7 @@ def _w_t1_montecarlo(ctx: Context) -> TierResult:
     ax.set_ylabel("mean TV(prediction, pi(.|x_pa(h)))")
     ax.set_title(f"W.T1: prediction -> pi(.|x_pa) (beta={beta}, d={d}, H={H})")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path("tv-vs-L")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    res.figures.append(str(path.relative_to(ctx.out_dir)))
+    res.figures.append(ctx.save_figure(fig, "tv-vs-L"))
     return res
 
 

@@ -30,9 +30,9 @@ def _c2(rho):
     return -rho ** 2 / (2 * (1 - rho ** 2))
 
 
-def _matrix_A(rng, d, kind):
-    """A Haar-ish orthogonal matrix (QR with sign fix), or a deliberately non-orthogonal one
-    (the orthogonal matrix with its columns scaled by 0.6..1.4) that breaks the assumption."""
+def orthogonal_matrix(rng: np.random.Generator, d: int, kind: str = "orthogonal") -> np.ndarray:
+    """Haar orthogonal ``A`` (QR with the sign fix), or with its columns scaled by 0.6..1.4
+    (``kind="nonorthogonal"``, which breaks W.P2's assumption)."""
     q, r = np.linalg.qr(rng.standard_normal((d, d)))
     q = q * np.sign(np.diag(r))
     if kind == "orthogonal":
@@ -111,7 +111,7 @@ def _w_p2_exact(ctx: Context) -> TierResult:
     checks, worst_spread, worst_bma, worst_ctrl = [], 0.0, math.inf, 0.0
     for rho in s["rhos"]:
         rho = float(rho)
-        A = _matrix_A(rng_A, d, s["A_kind"])
+        A = orthogonal_matrix(rng_A, d, s["A_kind"])
         ortho_dev = float(np.abs(A.T @ A - np.eye(d)).max())
         ass = {_ASSUMPTIONS[0]: ortho_dev <= ORTHO_TOL, _ASSUMPTIONS[1]: 0 < abs(rho) < 1}
         parents = random_recursive_parents(rng_tree, H, n)
@@ -174,7 +174,7 @@ def _w_p2_montecarlo(ctx: Context) -> TierResult:
     s = ctx.settings
     d, H, rho, n = s["mc_d"], s["mc_H"], float(s["mc_rho"]), s["mc_contexts"]
     Ls = sorted(s["mc_L"])
-    A = _matrix_A(ctx.rng("mc/A"), d, s["A_kind"])
+    A = orthogonal_matrix(ctx.rng("mc/A"), d, s["A_kind"])
     ortho_dev = float(np.abs(A.T @ A - np.eye(d)).max())
     assumptions = [Assumption(_ASSUMPTIONS[0], ortho_dev <= ORTHO_TOL, f"max |A^T A - I| = {ortho_dev:.3g}"),
                    Assumption(_ASSUMPTIONS[1], 0 < abs(rho) < 1, f"rho = {rho}")]
@@ -256,11 +256,7 @@ def _w_p2_montecarlo(ctx: Context) -> TierResult:
     ax.set_ylabel("accuracy(BMA) - accuracy(bilinear)")
     ax.set_title(f"W.P2: BMA vs bilinear parent selection (rho={rho}, d={d})")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path("accuracy-gap-vs-L")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    res.figures.append(str(path.relative_to(ctx.out_dir)))
+    res.figures.append(ctx.save_figure(fig, "accuracy-gap-vs-L"))
     return res
 
 

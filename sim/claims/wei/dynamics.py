@@ -163,11 +163,7 @@ def _w_t3_exact(ctx: Context) -> TierResult:
     ax.set_ylabel(f"-E[dl/dp_hat_h'] at W = 0 ({deciding})")
     ax.set_title("W.T3: gradient at W = 0 vs chi-square MI")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path("gradient-vs-chi2")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    res.figures.append(str(path.relative_to(ctx.out_dir)))
+    res.figures.append(ctx.save_figure(fig, "gradient-vs-chi2"))
     return res
 
 

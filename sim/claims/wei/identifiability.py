@@ -523,11 +523,7 @@ def _w_t2_montecarlo(ctx: Context) -> TierResult:
     ax.set_ylabel("P(competitor scores >= parent)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6)
-    fig.tight_layout()
-    path = ctx.figure_path("error-vs-L")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    res.figures.append(str(path.relative_to(ctx.out_dir)))
+    res.figures.append(ctx.save_figure(fig, "error-vs-L"))
     return res
 
 

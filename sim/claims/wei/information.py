@@ -274,11 +274,7 @@ def _w_l3_exact(ctx: Context) -> TierResult:
     ax.set_ylabel("I(x_h; x_h') / I(x_h; x_pa(h))")
     ax.set_title("W.L3: actual ratio vs bound")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path("ratio-vs-bound")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    res.figures.append(str(path.relative_to(ctx.out_dir)))
+    res.figures.append(ctx.save_figure(fig, "ratio-vs-bound"))
     return res
 
 

@@ -48,6 +48,7 @@ import numpy as np
 from ...verdict import Assumption, Number, Outcome, TierResult, compare, tier_verdict
 from ..base import Claim, Context, Source
 from ..inputs import default_root, prior_for, record_matrix
+from .continuous import orthogonal_matrix
 
 __all__ = [
     "WRecipe",
@@ -61,7 +62,6 @@ __all__ = [
     "w_p2_trained_tier",
     "ContinuousTask",
     "gaussian_bma_posterior_torch",
-    "orthogonal_matrix",
     "W_E1",
     "W_E2",
     "CLAIMS",
@@ -383,23 +383,54 @@ def _task_assumptions(pis: Sequence[np.ndarray], kind: str) -> list[Assumption]:
                        "every drawn pi > 0" if not zero else f"pi of seed(s) {zero} has a zero entry")]
 
 
+def _train_job(job: Mapping[str, Any]) -> WRun:
+    """Train (and, with ``n_eval``, evaluate) one model from plain arguments: what a worker
+    process runs (module level, so a spawned worker can import it)."""
+    import torch
+
+    torch.set_num_threads(1)
+    dev = job["device"]
+    task = WTask(job["pi"], job["L"], job["H"], kind=job["kind"], fixed_seed=job["fixed_seed"], device=dev)
+    run = train_wei(task, job["recipe"], init_seed=job["init_seed"], data_seed=job["data_seed"], device=dev,
+                    progress=job.get("progress"))
+    if job.get("n_eval"):
+        # Evaluated on W's task whatever the training task was: the checks are about W's mechanism.
+        evaluate_wei(run, job["n_eval"], job["eval_seed"], eval_task=WTask(job["pi"], job["L"], job["H"], device=dev))
+    return run
+
+
+def _run_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
+    """:func:`_train_job` over ``jobs``, in order. On CPU the jobs run on a process pool of
+    ``settings["workers"]`` (default: the CPU count) one-thread workers; the numbers are the
+    same as in this process, which runs them one by one with live progress otherwise."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    workers = min(len(jobs), int(ctx.settings.get("workers") or os.cpu_count() or 1))
+    if ctx.device != "cpu" or workers < 2:
+        return [_train_job({**job, "progress": lambda m, k=k: ctx.progress(f"{label} {k + 1}/{len(jobs)}: {m}")})
+                for k, job in enumerate(jobs)]
+    ctx.progress(f"{label}: {len(jobs)} models on {workers} worker processes")
+    out: list[WRun | None] = [None] * len(jobs)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_train_job, job): k for k, job in enumerate(jobs)}
+        for done, fut in enumerate(as_completed(futures), start=1):
+            out[futures[fut]] = fut.result()
+            ctx.progress(f"{label}: {done}/{len(jobs)} models trained")
+    return out
+
+
 def _train_seeds(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
                  task_kind: str | None = None) -> list[WRun]:
     d, L, H = s[f"{prefix}d"], s[f"{prefix}L"], s[f"{prefix}H"]
     recipe = WRecipe.from_settings(s, prefix)
     kind = task_kind or s.get("task", "w")
-    runs = []
-    for i in range(n_seeds):
-        pi = prior_for(ctx, d).sample(ctx.rng(f"{part}/pi/{i}"), 1)[0]
-        task = WTask(pi, L, H, kind=kind, fixed_seed=ctx.seed_for(f"{part}/fixed-tree/{i}"), device=ctx.device)
-        run = train_wei(task, recipe, init_seed=ctx.seed_for(f"{part}/init/{i}"),
-                        data_seed=ctx.seed_for(f"{part}/data/{i}"), device=ctx.device,
-                        progress=lambda m, i=i: ctx.progress(f"{ctx.claim.id} {part} seed {i + 1}/{n_seeds}: {m}"))
-        # Evaluated on W's task whatever the training task was: the checks are about W's mechanism.
-        evaluate_wei(run, s[f"{prefix}n_eval"], ctx.seed_for(f"{part}/eval/{i}"),
-                     eval_task=WTask(pi, L, H, device=ctx.device))
-        runs.append(run)
-    return runs
+    jobs = [{"pi": prior_for(ctx, d).sample(ctx.rng(f"{part}/pi/{i}"), 1)[0], "L": L, "H": H, "kind": kind,
+             "fixed_seed": ctx.seed_for(f"{part}/fixed-tree/{i}"), "recipe": recipe, "device": ctx.device,
+             "init_seed": ctx.seed_for(f"{part}/init/{i}"), "data_seed": ctx.seed_for(f"{part}/data/{i}"),
+             "n_eval": s[f"{prefix}n_eval"], "eval_seed": ctx.seed_for(f"{part}/eval/{i}")} for i in range(n_seeds)]
+    return _run_jobs(ctx, jobs, f"{ctx.claim.id} {part} seed")
 
 
 # ============================================================================= W.E1 ==
@@ -537,13 +568,6 @@ def _w_e1_figures(ctx: Context, mech: list[WRun], col: list[WRun]) -> list[str]:
 
     out = []
 
-    def save(fig, name):
-        fig.tight_layout()
-        path = ctx.figure_path(name)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        out.append(str(path.relative_to(ctx.out_dir)))
-
     # 1. Attention maps: copier map, layer-2 attention, BMA posterior with the true tree.
     run = mech[0]
     e = run.eval
@@ -567,7 +591,7 @@ def _w_e1_figures(ctx: Context, mech: list[WRun], col: list[WRun]) -> list[str]:
     for ax in axes[1:]:
         ax.scatter(pp, hh, s=30, facecolors="none", edgecolors="cyan", linewidths=1.0)
     fig.suptitle(f"W.E1: trained attention vs theory (d={run.task.d}, L={run.task.L}, H={run.task.H}, seed 0)")
-    save(fig, "attention-maps")
+    out.append(ctx.save_figure(fig, "attention-maps"))
 
     # 2. sigma_col(W_tf) next to sigma_col(log pi) (and the row softmax, for contrast).
     crun = (col or mech)[0]
@@ -584,9 +608,7 @@ def _w_e1_figures(ctx: Context, mech: list[WRun], col: list[WRun]) -> list[str]:
     fig.colorbar(im, ax=axes.ravel().tolist(), fraction=0.03)
     fig.suptitle(f"W.E1: learned W vs log pi (d={crun.task.d}, L={crun.task.L}, H={crun.task.H}); "
                  f"col err {crun.eval['col_error']:.3f}, row err {crun.eval['row_error']:.3f}")
-    fig.savefig(ctx.figure_path("column-softmax"), dpi=110)
-    plt.close(fig)
-    out.append(str(ctx.figure_path("column-softmax").relative_to(ctx.out_dir)))
+    out.append(ctx.save_figure(fig, "column-softmax", tight=False))
 
     # 3. Loss curves: excess over the Bayes loss of the same batches, with the structure-blind excess.
     groups = [g for g in ((mech, "mechanism model"), (col, "column-check model")) if g[0]]
@@ -607,7 +629,7 @@ def _w_e1_figures(ctx: Context, mech: list[WRun], col: list[WRun]) -> list[str]:
                title=f"{label}: d={runs[0].task.d}, L={runs[0].task.L}, H={runs[0].task.H}")
         ax.legend(fontsize=6)
     fig.suptitle("W.E1: training loss against the Bayes and structure-blind losses")
-    save(fig, "loss-curves")
+    out.append(ctx.save_figure(fig, "loss-curves"))
     return out
 
 
@@ -731,9 +753,13 @@ def _w_e2(ctx: Context) -> TierResult:
     kind = s.get("task", "w")
     # loss[seed][L_train][L_test] = per-prompt arrays; bma/blind[seed][L_test]
     loss, bma, blind, pis, seeds, secs, cpu = [], [], [], [], [], 0.0, 0.0
+    pis = [prior_for(ctx, d).sample(ctx.rng(f"pi/{i}"), 1)[0] for i in range(n_seeds)]
+    jobs = [{"pi": pis[i], "L": Lt, "H": H, "kind": kind, "fixed_seed": ctx.seed_for(f"fixed-tree/{i}"),
+             "recipe": recipe, "device": ctx.device, "init_seed": ctx.seed_for(f"init/{i}/{Lt}"),
+             "data_seed": ctx.seed_for(f"data/{i}/{Lt}")} for i in range(n_seeds) for Lt in train_Ls]
+    trained = iter(_run_jobs(ctx, jobs, "W.E2 model"))
     for i in range(n_seeds):
-        pi = prior_for(ctx, d).sample(ctx.rng(f"pi/{i}"), 1)[0]
-        pis.append(pi)
+        pi = pis[i]
         eval_seed = ctx.seed_for(f"eval/{i}")
         seeds.append(eval_seed)
         # Nested evaluation prompts: the first L' examples of one set of prompts with max(L') examples.
@@ -742,10 +768,7 @@ def _w_e2(ctx: Context) -> TierResult:
         loss.append({})
         bma.append({}), blind.append({})
         for Lt in train_Ls:
-            task = WTask(pi, Lt, H, kind=kind, fixed_seed=ctx.seed_for(f"fixed-tree/{i}"), device=ctx.device)
-            run = train_wei(task, recipe, init_seed=ctx.seed_for(f"init/{i}/{Lt}"),
-                            data_seed=ctx.seed_for(f"data/{i}/{Lt}"), device=ctx.device,
-                            progress=lambda m, i=i, Lt=Lt: ctx.progress(f"W.E2 seed {i + 1} L={Lt}: {m}"))
+            run = next(trained)
             secs += run.seconds
             cpu += run.cpu_seconds
             loss[i][Lt] = {}
@@ -848,11 +871,7 @@ def _w_e2(ctx: Context) -> TierResult:
     ax.set_xscale("log")
     ax.legend(fontsize=7)
     fig.suptitle(f"W.E2: generalisation across L (d={d}, H={H}, {n_seeds} seeds)")
-    fig.tight_layout()
-    path = ctx.figure_path("loss-vs-test-L")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    res.figures.append(str(path.relative_to(ctx.out_dir)))
+    res.figures.append(ctx.save_figure(fig, "loss-vs-test-L"))
     return res
 
 
@@ -896,18 +915,6 @@ W_E2 = Claim(
 
 
 # ========================================================================= W.P2 trained ==
-def orthogonal_matrix(rng: np.random.Generator, d: int, kind: str = "orthogonal") -> np.ndarray:
-    """Haar orthogonal ``A`` (QR with the sign fix), or with its columns scaled by 0.6..1.4
-    (``kind="nonorthogonal"``, which breaks W.P2's assumption)."""
-    q, r = np.linalg.qr(rng.standard_normal((d, d)))
-    q = q * np.sign(np.diag(r))
-    if kind == "orthogonal":
-        return q
-    if kind == "nonorthogonal":
-        return q @ np.diag(np.linspace(0.6, 1.4, d))
-    raise ValueError(f"unknown A kind {kind!r}; expected 'orthogonal' or 'nonorthogonal'")
-
-
 @dataclass
 class ContinuousTask:
     """W section 8's system: ``x_0 ~ N(0, I)``, ``x_h = rho A^T x_pa(h) + sqrt(1 - rho^2) eta_h`` on a
@@ -1090,11 +1097,7 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     ax.set(xlabel="L (context examples)", ylabel="parent-selection accuracy (h >= 2)",
            title=f"W.P2 trained: accuracy vs BMA (d={d}, rho={rho})")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path("trained-accuracy-vs-L")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    res.figures.append(str(path.relative_to(ctx.out_dir)))
+    res.figures.append(ctx.save_figure(fig, "trained-accuracy-vs-L"))
     return res
 
 

@@ -4,7 +4,7 @@ a non-orthogonal A or rho = 0 is ASSUMPTION_UNMET with the conclusion's status r
 import numpy as np
 import pytest
 
-from sim.claims.wei.continuous import W_P2, _bma_logits, _ls_fit, _matrix_A, _sample
+from sim.claims.wei.continuous import W_P2, _bma_logits, _ls_fit, orthogonal_matrix, _sample
 from sim.sampling import random_recursive_parents
 from sim.verdict import Verdict
 from theory import bilinear_logits, gaussian_bma_logits
@@ -61,7 +61,7 @@ def test_rho_zero_is_assumption_unmet_and_bilinear_fits(run):
 
 def test_local_logits_match_theory_and_ls_fit_detects_quadratic():
     rng = np.random.default_rng(1)
-    A = _matrix_A(rng, 3, "orthogonal")
+    A = orthogonal_matrix(rng, 3, "orthogonal")
     par = random_recursive_parents(rng, 5, 50)
     x = _sample(rng, A, 0.6, par, 3)
     for h in range(1, 5):

@@ -132,7 +132,7 @@ def test_extension_rule_keeps_a_trained_model_at_its_own_L_and_needs_copiers():
 
 # ---------------------------------------------------------------------------- W.P2 pieces --
 def test_gaussian_bma_posterior_torch_matches_theory():
-    from sim.claims.wei.trained import orthogonal_matrix
+    from sim.claims.wei.continuous import orthogonal_matrix
     from sim.train import make_generator
 
     A = orthogonal_matrix(np.random.default_rng(0), 3)
