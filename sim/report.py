@@ -95,11 +95,18 @@ def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: fl
     return doc
 
 
+def _not_run_reason(d: dict) -> str:
+    """Why a claim has no tier results: decided by another profile, or (no tiers of its own) its note."""
+    if not d.get("tiers_supported") and d.get("note"):
+        return d["note"]
+    return f"decided by {d['decided_by']}"
+
+
 # -- terminal ------------------------------------------------------------------------------
 def summary_table(dicts: Sequence[dict]) -> str:
     rows = [("claim", "verdict", "tiers", "time", "summary")]
     for d in dicts:
-        tiers = " ".join(f"{t['tier']}:{t['verdict']}" for t in d["tiers"]) or f"(decided by {d['decided_by']})"
+        tiers = " ".join(f"{t['tier']}:{t['verdict']}" for t in d["tiers"]) or f"({_not_run_reason(d)})"
         first = next((t["summary"] for t in d["tiers"] if t["verdict"] != "PASS"), None)
         first = first or (d["tiers"][0]["summary"] if d["tiers"] else d.get("note", ""))
         rows.append((d["id"], d["verdict"], tiers, f"{d['elapsed_s']:.1f}s", _clip(first, 70)))
@@ -168,7 +175,7 @@ def render_markdown(doc: dict) -> str:
     out.append("| claim | title | verdict | tiers | source |")
     out.append("|---|---|---|---|---|")
     for d in doc["claims"]:
-        tiers = ", ".join(f"{t['tier']} {t['verdict']}" for t in d["tiers"]) or f"decided by `{d['decided_by']}`"
+        tiers = ", ".join(f"{t['tier']} {t['verdict']}" for t in d["tiers"]) or _md_escape_cell(_not_run_reason(d))
         out.append(f"| [{d['id']}](#{_anchor(d['id'])}) | {_md_escape_cell(d['title'])} | **{d['verdict']}** | "
                    f"{tiers} | {_md_escape_cell(d['source'])} |")
     out.append("")
@@ -336,8 +343,7 @@ def render_html(doc: dict, out_dir: Path) -> str:
         parts.extend(_html_audit(doc["audit"]))
     parts.append("<table><tr><th>claim</th><th>title</th><th>verdict</th><th>tiers</th><th>source</th></tr>")
     for d in doc["claims"]:
-        tiers = ", ".join(f"{_e(t['tier'])} {_e(t['verdict'])}" for t in d["tiers"]) or \
-            f"decided by <code>{_e(d['decided_by'])}</code>"
+        tiers = ", ".join(f"{_e(t['tier'])} {_e(t['verdict'])}" for t in d["tiers"]) or _e(_not_run_reason(d))
         parts.append(f'<tr><td><a href="#{_e(_anchor(d["id"]))}">{_e(d["id"])}</a></td><td>{_e(d["title"])}</td>'
                      f"<td>{_badge(d['verdict'])}</td><td>{tiers}</td><td>{_e(d['source'])}</td></tr>")
     parts.append("</table>")
