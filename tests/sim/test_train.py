@@ -7,7 +7,6 @@ import shutil
 import pytest
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from sim.device import resolve_device
 from sim.train import Stage, TrainConfig, _lr_at, train
@@ -148,27 +147,12 @@ def test_checkpoint_with_another_config_is_refused(tmp_path):
         train(Quad(), normal_batch, TrainConfig(stages=_config().stages, seed=99), checkpoint=ckpt)
 
 
-class DeviceLog(TorchFunctionMode):
-    """Records the device of every tensor returned by a torch function inside the block."""
-
-    def __init__(self):
-        super().__init__()
-        self.devices = set()
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor):
-                self.devices.add(t.device.type)
-        return out
-
-
-def test_cpu_device_path_creates_no_tensor_elsewhere():
+def test_cpu_device_path_creates_no_tensor_elsewhere(device_log):
     """device='cpu' explicitly (CUDA is absent here; 'auto' resolves to cpu): every tensor the
     training loop creates, the model's and the data's, lives on the CPU."""
     assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
     model = Quad()
-    with DeviceLog() as mode:
+    with device_log() as mode:
         log = train(model, normal_batch, TrainConfig(stages=(Stage(4, 0.1),), log_every=2), device="cpu",
                     bayes_loss=lambda x: float(x.sum()), probes={"a0": lambda m: float(m.a[0])})
     assert mode.devices == {"cpu"}, mode.devices

@@ -6,7 +6,6 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-import torch.overrides
 
 from sim.claims import get
 from sim.claims.base import Claim, Source
@@ -66,26 +65,11 @@ def test_w_e1_wrong_task_breaks_assumption_and_fails_probes(run_claim):
     assert t.counterexample and t.counterexample["failed criteria"]
 
 
-class DeviceLog(torch.overrides.TorchFunctionMode):
-    """Records the device of every tensor a torch function returns inside the block."""
-
-    def __init__(self):
-        super().__init__()
-        self.devices = set()
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor):
-                self.devices.add(t.device.type)
-        return out
-
-
-def test_w_e1_cpu_device_path():
+def test_w_e1_cpu_device_path(device_log):
     """device='cpu' explicitly: training and every probe create tensors on the CPU only (CUDA is
     not available in this environment; the same code runs with device='cuda')."""
     pi = np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.3, 0.3, 0.4]])
-    with DeviceLog() as mode:
+    with device_log() as mode:
         run = train_wei(WTask(pi, 2, 5, device="cpu"), WRecipe(steps1=4, batch1=8, steps2=4, batch2=8, log_every=2),
                         init_seed=1, data_seed=2, device="cpu")
         evaluate_wei(run, 16, 3)
