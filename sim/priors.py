@@ -228,8 +228,29 @@ class Prior(abc.ABC):
 
 
 # ------------------------------------------------------------------------------ leaf priors --
+class _SymmetricNoFloor:
+    """Closed forms shared by laws that are permutation-symmetric with ``E[pi] = 11^T / d``
+    and whose entries come arbitrarily close to (or reach) 0 for ``d >= 2``: Dirichlet rows
+    (the density is positive near every face) and Birkhoff mixtures (an entry is 0 when no
+    chosen permutation maps ``s -> t``)."""
+
+    d: int | None
+
+    def entry_floor(self):
+        return None if self.d is None else (0.0 if self.d > 1 else 1.0)
+
+    def entry_infima(self):
+        return None if self.d is None else np.full((self.d, self.d), 0.0 if self.d > 1 else 1.0)
+
+    def mean_matrix(self):
+        return None if self.d is None else np.full((self.d, self.d), 1.0 / self.d)
+
+    def symmetric(self):
+        return True
+
+
 @dataclass(frozen=True, repr=False)
-class Dirichlet(Prior):
+class Dirichlet(_SymmetricNoFloor, Prior):
     """Rows i.i.d. ``Dirichlet(alpha * 1_d)`` (N's prior: alpha = 0.1 at d = S = 10)."""
 
     alpha: float
@@ -257,19 +278,6 @@ class Dirichlet(Prior):
     def bind(self, d):
         return Dirichlet(self.alpha, _check_d(d))
 
-    def entry_floor(self):
-        return None if self.d is None else (0.0 if self.d > 1 else 1.0)
-
-    def entry_infima(self):
-        # The Dirichlet density is positive near every face of the simplex: every entry
-        # comes arbitrarily close to 0 (d >= 2).
-        return None if self.d is None else np.full((self.d, self.d), 0.0 if self.d > 1 else 1.0)
-
-    def mean_matrix(self):
-        return None if self.d is None else np.full((self.d, self.d), 1.0 / self.d)
-
-    def symmetric(self):
-        return True
 
 
 class Point(Prior):
@@ -309,7 +317,7 @@ class Point(Prior):
 
 
 @dataclass(frozen=True, repr=False)
-class DoublyStochastic(Prior):
+class DoublyStochastic(_SymmetricNoFloor, Prior):
     """Birkhoff mixtures: ``pi = sum_{j<k} w_j P_{sigma_j}`` with ``k`` i.i.d. uniformly random
     permutation matrices ``P_sigma`` and weights ``w ~ Dirichlet(alpha 1_k)``.
 
@@ -349,18 +357,6 @@ class DoublyStochastic(Prior):
     def bind(self, d):
         return DoublyStochastic(self.k, self.alpha, _check_d(d))
 
-    def entry_floor(self):
-        return None if self.d is None else (0.0 if self.d > 1 else 1.0)
-
-    def entry_infima(self):
-        # Each entry is 0 when no chosen permutation maps s -> t (positive probability, d >= 2).
-        return None if self.d is None else np.full((self.d, self.d), 0.0 if self.d > 1 else 1.0)
-
-    def mean_matrix(self):
-        return None if self.d is None else np.full((self.d, self.d), 1.0 / self.d)
-
-    def symmetric(self):
-        return True
 
 
 # --------------------------------------------------------------------- transforms of a base --
