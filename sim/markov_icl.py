@@ -574,7 +574,8 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         model = MarkovLM(spec.model_config(), generator=gen).to(device)
         decayed, rest = model.decay_groups()
         opt = torch.optim.AdamW([{"params": decayed, "weight_decay": spec.weight_decay},
-                                 {"params": rest, "weight_decay": 0.0}], lr=spec.lr, betas=spec.betas)
+                                 {"params": rest, "weight_decay": 0.0}], lr=spec.lr, betas=spec.betas,
+                                fused=torch.device(device).type in ("cpu", "cuda"))  # one kernel for all parameters
         rng_state = torch.random.get_rng_state()  # dropout draws from torch's global generator: restore it after
         torch.manual_seed(_seed_for(spec.seed, "dropout"))
         schedule = set(eval_schedule(spec.steps, spec.eval_every, spec.eval_log_points))

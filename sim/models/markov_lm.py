@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .hooks import HookPoint
+from .relative_attention import relative_attention, relative_attention_reference
 
 __all__ = ["MarkovLMConfig", "MarkovLM"]
 
@@ -93,6 +94,8 @@ class _Block(nn.Module):
         self.scores = HookPoint()
         self.pattern = HookPoint()
         self.drop = nn.Dropout(cfg.dropout)
+        #: Use the fused relative attention (:mod:`sim.models.relative_attention`) when nothing observes it.
+        self.fused = True
         if cfg.mlp:
             self.ln_mlp = nn.LayerNorm(w)
             self.fc = nn.Linear(w, cfg.mlp_ratio * w)
@@ -102,42 +105,56 @@ class _Block(nn.Module):
 
     def forward(self, h: Tensor, mask: Tensor) -> Tensor:
         B, T, w = h.shape
-        x = self.ln_att(h)
-        q = self.Wq(x).view(B, T, self.heads, self.e).transpose(1, 2) / math.sqrt(self.e)  # (B, nh, T, e)
-        k = self.Wk(x).view(B, T, self.heads, self.e).transpose(1, 2)  # (B, nh, T, e)
-        v = self.Wv(x).view(B, T, self.heads, self.e).transpose(1, 2)  # (B, nh, T, e)
-        s = q @ k.transpose(-1, -2)  # (B, nh, T, T)
-        if self.rel is not None:
-            s = s + _relative_scores(q, self.drop(self.rel[:T]).view(T, self.heads, self.e))
-        s = self.scores(s.masked_fill(mask, float("-inf")))  # (B, nh, T, T)
-        a = self.pattern(torch.softmax(s, dim=-1))  # (B, nh, T, T)
-        y = (self.drop(a) @ v).transpose(1, 2).reshape(B, T, w)  # (B, T, w)
-        return self._finish(h, y)
+        q, k, v = (z.view(B, T, self.heads, self.e).transpose(1, 2) for z in self._qkv(self.ln_att(h)))  # (B, nh, T, e)
+        r = None if self.rel is None else self.drop(self.rel[:T]).view(T, self.heads, self.e)  # (T, nh, e)
+        if r is not None and self.fused and not self._observed() and not (self.training and self.drop.p > 0):
+            y = relative_attention(q, k, v, r)  # same function, hand-written backward
+        else:
+            y = relative_attention_reference(q, k, v, r, mask, self.scores, self.pattern, self.drop)
+        return self._finish(h, y.transpose(1, 2).reshape(B, T, w))
+
+    def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``(q / sqrt(e), k, v)`` from one matmul with the three weights stacked (fewer, larger GEMMs)."""
+        W = torch.cat([self.Wq.weight / math.sqrt(self.e), self.Wk.weight, self.Wv.weight])  # (3w, w)
+        return F.linear(x, W).chunk(3, dim=-1)
+
+    def _observed(self) -> bool:
+        """Someone reads or edits this layer's scores or pattern through the hook points."""
+        return any(hp.caching or hp.hook_fn is not None for hp in (self.scores, self.pattern))
 
     def _finish(self, h: Tensor, y: Tensor) -> Tensor:
-        h = h + self.drop(self.Wo(y))
+        """Residual stream after the attention output ``y`` (heads concatenated, before ``W_O``)."""
+        B, T, w = h.shape
+        if self.training and self.drop.p > 0:
+            h = h + self.drop(self.Wo(y))
+        else:  # the residual add fused into the GEMM
+            h = torch.addmm(h.reshape(B * T, w), y.reshape(B * T, w), self.Wo.weight.t()).view(B, T, w)
+        return self._mlp(h)
+
+    def _mlp(self, h: Tensor) -> Tensor:
         if self.fc is not None:
             h = h + self.drop(self.proj(torch.relu(self.fc(self.ln_mlp(h)))))  # (B, T, w)
         return h
 
-    def forward_token_only(self, h: Tensor, tokens: Tensor, table: Tensor) -> Tensor | None:
-        """The same layer when its input is a function of the current token only
-        (``h[b, t] = table[tokens[b, t]]``: the first layer with relative positions).
+    def forward_token_only(self, tokens: Tensor, table: Tensor) -> Tensor | None:
+        """The same layer when its input is the token embedding alone (``h[b, t] = table[x_t]``:
+        the first layer with relative positions and no active dropout).
 
-        Then ``q, k, v`` take ``C`` values and ``exp(score[t, j]) =
-        exp(A[x_t, x_j]) exp(R[x_t, t - j])`` with ``A = Q K^T / sqrt(e)`` ``(C, C)`` and
-        ``R[a, d] = Q_a . r_d / sqrt(e)`` ``(C, T)``, so the softmax sums are causal
-        convolutions of the one-hot tokens with ``exp(R[a, .])``: a Toeplitz matmul with
-        no ``T x T`` exponentials per sequence. Exact (same function and gradients as
-        :meth:`forward`). Returns ``None`` when the shifted exponentials could underflow
-        (then the caller takes the general path).
+        Then ``q, k, v`` take ``C`` values and ``exp(score[t, j]) = exp(A[x_t, x_j]) exp(R[x_t, t - j])``
+        with ``A = Q K^T / sqrt(e)`` ``(C, C)`` and ``R[a, d] = Q_a . r_d / sqrt(e)`` ``(C, T)``, so the
+        softmax sums ``W[t, b] = sum_{j <= t, x_j = b} exp(score[t, j])`` are causal convolutions of
+        the one-hot tokens with ``exp(A[a, b] + R[a, .])``: one Toeplitz matmul, no ``T x T``
+        exponentials per sequence. The output is linear in ``[onehot(x_t), W[t] / sum_b W[t, b]]``::
+
+            h + W_O y = onehot(x_t) table + sum_{h, b} (W_h[t, b] / Z_h[t]) (W_O^h v_{h, b})
+
+        one ``(B T, C + heads C) x (C + heads C, width)`` matmul. Exact (same function and
+        gradients as :meth:`forward`). Returns ``None`` when the shifted exponentials could
+        underflow (the caller then takes the general path).
         """
         B, T = tokens.shape
         C, nh, e = table.shape[0], self.heads, self.e
-        x = self.ln_att(table)  # (C, w)
-        q = self.Wq(x).view(C, nh, e).transpose(0, 1) / math.sqrt(e)  # (nh, C, e)
-        k = self.Wk(x).view(C, nh, e).transpose(0, 1)  # (nh, C, e)
-        v = self.Wv(x).view(C, nh, e).transpose(0, 1)  # (nh, C, e)
+        q, k, v = (z.view(C, nh, e).transpose(0, 1) for z in self._qkv(self.ln_att(table)))  # (nh, C, e)
         A = q @ k.transpose(-1, -2)  # (nh, C, C): [a, b] = q_a . k_b
         R = q @ self.rel[:T].view(T, nh, e).permute(1, 2, 0)  # (nh, C, T): [a, d] = q_a . r_d
         A = A - A.max(dim=-1, keepdim=True).values.detach()
@@ -147,26 +164,16 @@ class _Block(nn.Module):
             return None
         t = torch.arange(T, device=tokens.device)
         lag = t[:, None] - t[None, :]  # (T, T): t - j
-        toeplitz = torch.exp(R)[..., lag.clamp(min=0)] * (lag >= 0)  # (nh, C, T, T): [a, t, j]
-        onehot = F.one_hot(tokens, C).to(table.dtype)  # (B, T, C)
-        conv = toeplitz.reshape(nh * C, T, T) @ onehot.transpose(0, 1).reshape(T, B * C)  # (nh*C, T, B*C)
-        conv = conv.view(nh, C, T, B, C)  # [h, a, t, n, b] = sum_{j <= t, x_j = b} exp(R[a, t - j])
+        toeplitz = (torch.exp(R)[..., lag.clamp(min=0)] * (lag >= 0)).reshape(nh * C, T, T)  # [(h, a), t, j]
+        onehot = F.one_hot(tokens.T, C).to(table.dtype)  # (T, B, C)
+        rhs = onehot.unsqueeze(0) * torch.exp(A).reshape(nh * C, 1, 1, C)  # [(h, a), j, n, b]: exp(A[a, b]) [x_j = b]
+        conv = torch.bmm(toeplitz, rhs.reshape(nh * C, T, B * C)).view(nh, C, T, B, C)  # W for query token a
         idx = tokens.T.reshape(1, 1, T, B, 1).expand(nh, 1, T, B, C)
-        sel = conv.gather(1, idx)[:, 0]  # (nh, T, B, C): a = x_t
-        weights = torch.exp(A)[:, tokens.T] * sel  # (nh, T, B, C): sum over j with x_j = b of exp(score)
-        y = (weights / weights.sum(-1, keepdim=True)) @ v.unsqueeze(1)  # (nh, T, B, e)
-        return self._finish(h, y.permute(2, 1, 0, 3).reshape(B, T, nh * e))
-
-
-def _relative_scores(q: Tensor, r: Tensor) -> Tensor:
-    """``out[b, h, t, j] = q[b, h, t] . r[t - j, h]`` for ``j <= t`` (entries above the
-    diagonal are finite garbage, masked by the caller); ``q`` ``(B, nh, T, e)``, ``r``
-    ``(T, nh, e)``. One matmul against the offsets in reverse order, then the "skew"
-    re-indexing (pad a column, view as ``(T + 1, T)``, drop the first row), no gather."""
-    B, nh, T, e = q.shape
-    m = q @ r.flip(0).permute(1, 2, 0)  # (B, nh, T, T): [t, c] = q_t . r_{T-1-c}
-    padded = F.pad(m, (1, 0))  # (B, nh, T, T+1)
-    return padded.reshape(B, nh, T + 1, T)[:, :, 1:, :]  # [t, j] = m[t, T-1-t+j] = q_t . r_{t-j}
+        W = conv.gather(1, idx)[:, 0]  # (nh, T, B, C): a = x_t
+        feats = torch.cat([onehot, (W / W.sum(-1, keepdim=True)).permute(1, 2, 0, 3).reshape(T, B, nh * C)], dim=-1)
+        U = v @ self.Wo.weight.view(-1, nh, e).permute(1, 2, 0)  # (nh, C, w): W_O^h v_{h, b}
+        out = feats.transpose(0, 1).reshape(B * T, -1) @ torch.cat([table, U.reshape(nh * C, -1)])  # (B T, w)
+        return self._mlp(out.view(B, T, -1))
 
 
 class MarkovLM(nn.Module):
@@ -184,13 +191,19 @@ class MarkovLM(nn.Module):
         self.config = cfg = config
         self.embed = nn.Embedding(cfg.vocab, cfg.width)
         self.pos = nn.Parameter(torch.zeros(cfg.max_len, cfg.width)) if cfg.positions == "absolute" else None
-        self.blocks = nn.ModuleList([_Block(cfg) for _ in range(cfg.layers)])
+        blocks = [_Block(cfg) for _ in range(cfg.layers)]
+        resid = [HookPoint() for _ in range(cfg.layers + 1)]
+        # hook points first, under the documented names (named_modules lists a module under the
+        # first path that reaches it): layer{l}.scores, layer{l}.pattern, resid{l}
+        for l, block in enumerate(blocks, start=1):
+            self.add_module(f"layer{l}", nn.ModuleDict({"scores": block.scores, "pattern": block.pattern}))
+        for l, hp in enumerate(resid):
+            self.add_module(f"resid{l}", hp)
+        self.blocks = nn.ModuleList(blocks)
         self.ln_f = nn.LayerNorm(cfg.width)
         self.unembed = nn.Linear(cfg.width, cfg.vocab, bias=False)
         self.drop = nn.Dropout(cfg.dropout)
-        self.resid = nn.ModuleList([HookPoint() for _ in range(cfg.layers + 1)])
-        for l, block in enumerate(self.blocks, start=1):  # names layer{l}.scores / layer{l}.pattern
-            self.add_module(f"layer{l}", nn.ModuleDict({"scores": block.scores, "pattern": block.pattern}))
+        self.resid = nn.ModuleList(resid)
         T = cfg.max_len
         t = torch.arange(T)
         self.register_buffer("mask", (t[None, :] > t[:, None]).view(1, 1, T, T), persistent=False)  # j > t
@@ -219,21 +232,24 @@ class MarkovLM(nn.Module):
         B, T = tokens.shape
         if T > self.config.max_len:
             raise ValueError(f"sequence length {T} exceeds the model's max_len {self.config.max_len}")
-        h = self.embed(tokens)  # (B, T, w)
-        if self.pos is not None:
-            h = h + self.pos[:T]
-        h = self.resid[0](self.drop(h))
+        h = self.blocks[0].forward_token_only(tokens, self.embed.weight) if self._token_only_ok() else None
+        first = 2 if h is not None else 1  # the fast path did layer 1
+        if h is None:
+            h = self.embed.weight.index_select(0, tokens.reshape(-1)).view(B, T, -1)  # = embed(tokens), cheaper backward
+            if self.pos is not None:
+                h = h + self.pos[:T]
+            h = self.resid[0](self.drop(h))
+        else:
+            h = self.resid[1](h)
         mask = self.mask[..., :T, :T]
-        for l, block in enumerate(self.blocks, start=1):
-            out = None
-            if l == 1 and self._token_only_ok(block):
-                out = block.forward_token_only(h, tokens, self.embed.weight)
-            h = self.resid[l](block(h, mask) if out is None else out)  # (B, T, w)
+        for l in range(first, len(self.blocks) + 1):
+            h = self.resid[l](self.blocks[l - 1](h, mask))  # (B, T, w)
         return self.unembed(self.ln_f(h))  # (B, T, C)
 
-    def _token_only_ok(self, block: _Block) -> bool:
+    def _token_only_ok(self) -> bool:
         """The first layer sees token-only inputs (relative positions, no active dropout) and
-        nobody reads or edits its attention through the hook points."""
+        nobody reads or edits its input or attention through the hook points."""
+        block = self.blocks[0]
         if not self.fast_first_layer or self.pos is not None or block.rel is None:
             return False
         if self.training and self.config.dropout > 0:

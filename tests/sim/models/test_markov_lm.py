@@ -1,0 +1,158 @@
+"""Tests of sim.models.markov_lm and sim.models.relative_attention: the fast paths (token-only
+first layer, fused relative attention) compute the same function and gradients as the plain
+autograd forms, on several shapes and with the query blocks forced small."""
+import pytest
+import torch
+
+import sim.models.relative_attention as ra
+from sim.models import run_with_cache
+from sim.models.markov_lm import MarkovLM, MarkovLMConfig
+from sim.models.relative_attention import relative_attention, relative_attention_reference, relative_scores
+
+
+def _qkvr(B, nh, T, e, seed, n_offsets=None):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, nh, T, e, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    r = torch.randn(n_offsets or T, nh, e, generator=g, dtype=torch.float64, requires_grad=True)
+    return q, k, v, r
+
+
+def _causal(T):
+    return torch.ones(T, T, dtype=torch.bool).triu(1).view(1, 1, T, T)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Query blocks of 3: several blocks, a short last one, and gradient buffers reused across blocks."""
+    monkeypatch.setattr(ra, "BLOCK_ELEMENTS", 1)
+    monkeypatch.setattr(ra, "MIN_BLOCK", 3)
+
+
+def test_relative_scores_are_q_dot_r_of_the_offset():
+    q, _, _, r = _qkvr(2, 2, 6, 3, seed=0)
+    got = relative_scores(q, r)
+    for t in range(6):
+        for j in range(t + 1):
+            want = (q[:, :, t] * r[t - j].unsqueeze(0)).sum(-1)
+            assert torch.allclose(got[:, :, t, j], want)
+
+
+@pytest.mark.parametrize("nh", [1, 2])
+@pytest.mark.parametrize("T", [1, 3, 7, 10])
+def test_fused_attention_matches_the_reference(small_blocks, nh, T):
+    for seed in (1, 2):  # the second call reuses the gradient buffers of the first
+        q, k, v, r = _qkvr(3, nh, T, 4, seed, n_offsets=T + 2)
+        y = relative_attention(q, k, v, r[:T])
+        y_ref = relative_attention_reference(q, k, v, r[:T], _causal(T))
+        assert torch.allclose(y, y_ref, atol=1e-12)
+        g = torch.randn_like(y)
+        grads = torch.autograd.grad(y, (q, k, v, r), g)
+        grads_ref = torch.autograd.grad(y_ref, (q, k, v, r), g)
+        for a, b in zip(grads, grads_ref):
+            assert torch.allclose(a, b, atol=1e-12)
+
+
+@pytest.mark.parametrize("nh", [1, 2])
+def test_fused_attention_gradcheck(small_blocks, nh):
+    q, k, v, r = _qkvr(2, nh, 7, 3, seed=3)
+    assert torch.autograd.gradcheck(lambda q, k, v, r: relative_attention(q, k, v, r), (q, k, v, r))
+
+
+def test_the_comparison_sees_a_wrong_offset(small_blocks):
+    """The reference comparison can fail: offsets shifted by one give a different function."""
+    q, k, v, r = _qkvr(2, 1, 7, 3, seed=4, n_offsets=8)
+    y = relative_attention(q, k, v, r[1:8])
+    assert not torch.allclose(y, relative_attention_reference(q, k, v, r[:7], _causal(7)), atol=1e-3)
+
+
+def _perturbed(cfg, seed=0):
+    torch.manual_seed(seed)
+    model = MarkovLM(cfg).double()
+    with torch.no_grad():  # away from the symmetric initialisation, so every path matters
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return model
+
+
+def _output_and_grads(model, x, fast: bool):
+    model.fast_first_layer = fast
+    for block in model.blocks:
+        block.fused = fast
+    model.zero_grad()
+    y = model(x)
+    (y ** 2).sum().backward()
+    return y.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+CONFIGS = {
+    "E main (C=2, attention only)": MarkovLMConfig(vocab=2, width=16, mlp=False, max_len=20),
+    "G (C=3, MLP, 2 heads)": MarkovLMConfig(vocab=3, width=8, heads=2, max_len=20),
+    "3 layers, 3 heads": MarkovLMConfig(vocab=4, width=12, heads=3, layers=3, max_len=20),
+    "absolute positions": MarkovLMConfig(vocab=3, width=8, heads=2, max_len=20, positions="absolute"),
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_fast_paths_match_the_plain_model(small_blocks, name):
+    model = _perturbed(CONFIGS[name])
+    x = torch.randint(0, model.config.vocab, (5, 15), generator=torch.Generator().manual_seed(1))
+    y, grads = _output_and_grads(model, x, fast=True)
+    y_ref, grads_ref = _output_and_grads(model, x, fast=False)
+    assert torch.allclose(y, y_ref, atol=1e-10)
+    for (n, _), a, b in zip(model.named_parameters(), grads, grads_ref):
+        assert torch.allclose(a, b, rtol=1e-9, atol=1e-9), n
+
+
+def test_observed_layers_take_the_plain_path_with_the_same_output():
+    model = _perturbed(CONFIGS["E main (C=2, attention only)"])
+    x = torch.randint(0, 2, (3, 12), generator=torch.Generator().manual_seed(2))
+    y_fast = model(x)
+    y, cache = run_with_cache(model, x, names=["layer1.pattern", "layer2.pattern"])
+    assert torch.allclose(y, y_fast, atol=1e-12)
+    for name in ("layer1.pattern", "layer2.pattern"):
+        pattern = cache[name]
+        assert pattern.shape == (3, 1, 12, 12)
+        assert torch.allclose(pattern.sum(-1), torch.ones(3, 1, 12, dtype=pattern.dtype))
+        assert torch.all(pattern.triu(1) == 0)
+
+
+def test_token_only_layer_falls_back_when_its_exponentials_could_underflow():
+    model = _perturbed(CONFIGS["E main (C=2, attention only)"])
+    with torch.no_grad():
+        model.blocks[0].rel[1:] *= 0
+        model.blocks[0].rel[0] = 1e3 * model.blocks[0].Wq.weight[0]  # R[a, 0] far above every other offset
+    x = torch.randint(0, 2, (2, 10), generator=torch.Generator().manual_seed(3))
+    assert model.blocks[0].forward_token_only(x, model.embed.weight) is None
+    y, _ = _output_and_grads(model, x, fast=True)
+    y_ref, _ = _output_and_grads(model, x, fast=False)
+    assert torch.allclose(y, y_ref, atol=1e-10) and torch.isfinite(y).all()
+
+
+def test_dropout_in_training_uses_the_plain_path_and_still_runs():
+    cfg = MarkovLMConfig(vocab=2, width=8, mlp=False, max_len=10, dropout=0.5)
+    model = MarkovLM(cfg, generator=torch.Generator().manual_seed(0))
+    x = torch.randint(0, 2, (4, 10), generator=torch.Generator().manual_seed(4))
+    assert not model._token_only_ok()
+    model.loss(x[:, :-1], x[:, 1:]).backward()
+    model.eval()
+    assert model._token_only_ok()
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(vocab=1), "vocab must be >= 2"),
+    (dict(width=10, heads=3), "divisible by heads"),
+    (dict(positions="rotary"), "'relative' or 'absolute'"),
+    (dict(dropout=1.0), "dropout must be in"),
+    (dict(layers=0), "layers must be a positive integer"),
+])
+def test_bad_configs_name_the_field(bad, message):
+    with pytest.raises(ValueError, match=message):
+        MarkovLMConfig(**bad)
+
+
+def test_inputs_longer_than_max_len_or_not_2d_are_refused():
+    model = MarkovLM(MarkovLMConfig(vocab=2, width=8, max_len=5))
+    with pytest.raises(ValueError, match="exceeds the model's max_len 5"):
+        model(torch.zeros(1, 6, dtype=torch.long))
+    with pytest.raises(ValueError, match="must be \\(B, T\\)"):
+        model(torch.zeros(6, dtype=torch.long))
