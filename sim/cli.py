@@ -239,8 +239,10 @@ def _cmd_list(args) -> int:
     rows = [("id", "source", "tiers", "decided by", "last verdict", "title")]
     for c in claims.all_claims():
         lv = last.get(c.id)
-        rows.append((c.id, c.source.cite(), ",".join(c.tiers) or "(pending)", c.decided_by,
-                     f"{lv[0]} ({lv[1]})" if lv else "—", c.title))
+        tiers = ",".join(c.tiers) or ("(see note)" if c.pending else "(none)")
+        title = f"{c.title} [{c.pending}]" if c.pending and not c.tiers else c.title
+        rows.append((c.id, c.source.cite(), tiers, c.decided_by,
+                     f"{lv[0]} ({lv[1]})" if lv else "—", title))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for k, r in enumerate(rows):
         print("  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])

@@ -92,3 +92,9 @@ def test_show_of_missing_run_is_clear(tmp_path, capsys):
 def test_parser_has_all_commands():
     sub = build_parser()._subparsers._group_actions[0].choices
     assert set(sub) >= {"list", "run", "show", "prior"}
+
+
+def test_list_says_how_a_claim_without_tiers_is_decided(tmp_path, capsys):
+    assert main(["list", "--reports", str(tmp_path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("N.K10"))
+    assert "(pending)" not in row and "decided by `icl-verify prior`" in row
