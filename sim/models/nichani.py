@@ -505,7 +505,6 @@ def nichani_multiparent_construction_limit(tokens, parent_sets, S: int, *, stric
     x, single = _np_tokens(tokens, S)
     if x.shape[1] != T:
         raise ValueError(f"tokens have length {x.shape[1]} but parent_sets describe {T} prompt positions")
-    B = x.shape[0]
     means = _prefix_means(x, S)  # (B, T, S)
     c = np.repeat(means[:, :, None, :], k, axis=2)  # (B, T, k, S): c[b, j, l]
     for j in range(T - 1):

@@ -62,7 +62,7 @@ def test_construction_attends_to_parents_in_both_readings():
 
 
 def test_wrong_graph_scores_low_and_argmax_misses():
-    S, T = 3, len(PARENTS)
+    S = 3
     model = nichani_construction(PARENTS, S, beta1=30.0, beta2=5.0, dtype=F64)
     other = [-1, 0, 0, -1, 0, 4, -1]  # different parents at positions 2, 4, 5
     pa = parent_attention(position_attention(model), other)

@@ -11,7 +11,7 @@ import pytest
 
 from sim.claims.base import Claim, Source
 from sim.runner import RunConfig, RunError, atomic_write_text, evaluate_claim, run
-from sim.verdict import Outcome, TierResult, Verdict
+from sim.verdict import Verdict
 
 PLUGIN = Path(__file__).parent / "data" / "user_claims.py"
 CLI = [sys.executable, "-m", "sim"]

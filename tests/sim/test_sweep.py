@@ -2,11 +2,9 @@
 and a Dask LocalCluster (loopback only, dashboard off): identical results for the same seeds,
 and a killed worker losing only its own run, which a resume finishes."""
 import json
-import os
 
 import pytest
 
-from sim import sweep
 from sim.sweep import SweepError, deterministic_part, grid, run_id, run_sweep
 
 SELFTEST = "sim.sweep:selftest_run"

@@ -132,7 +132,7 @@ def test_dpi_binary_certificates_agree_with_numeric_mi():
     for _ in range(50):
         p, a, b, c, e = rng.uniform(0.01, 0.99, size=5)
         Pxy, Pyz, Pxz, py, pz = _binary_joints(p, a, b, c, e)
-        lam1, lam2 = 1 - a - b, 1 - c - e
+        lam2 = 1 - c - e
         I = {k: mutual_information(P, "chi2") for k, P in (("xy", Pxy), ("yz", Pyz), ("xz", Pxz))}
         det = np.linalg.det(Pxy)
         cert1 = det ** 2 * ((1 - py[1]) * c * (1 - c) + py[1] * e * (1 - e)) / (p * (1 - p) * py.prod() * pz.prod())

@@ -4,8 +4,10 @@ Descent* (ICML 2024), seeds 002/003, in catalogue order. Positions are 0-based h
 
 Submodules: ``task`` (N.T: the task and its Bayes predictor), ``gradient`` (N.K3: the
 gradient at initialisation is a chi-square mutual information), ``constructions`` (N.K7
-standard vs disentangled transformer, N.K8 / N.K9 the constructions of Knowls 8 and 9),
-``trained`` (placeholders for the trained claims N.K1, N.K4, N.E and the prior audit N.K10).
+standard vs disentangled transformer, N.K8 / N.K9 the constructions of Knowls 8 and 9; N.K9's
+trained tier in ``constructions_trained``), ``trained`` (N.K1, N.K4 on the reduced model, and
+N.K10, decided by the prior audit), ``experiments`` (N.E, N's Fig. 2). Shared: ``training``
+(samplers, recipes, runs) and ``reporting`` (numbers across seeds).
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from ..base import collect_claims
 
 
 _ORDER = ("N.T", "N.K3", "N.K1", "N.K4", "N.K7", "N.K8", "N.K9", "N.K10", "N.E")
-_SUBMODULES = ("task", "gradient", "constructions", "trained")
+_SUBMODULES = ("task", "gradient", "constructions", "trained", "experiments")
 
 
 CLAIMS = collect_claims(__name__, _SUBMODULES, _ORDER)

@@ -500,7 +500,7 @@ def _k9_on_notebook(ctx) -> list[Number]:
 
 
 def _k9_trained(ctx):
-    from .trained import n_k9_trained_tier  # torch is imported only when a trained tier runs
+    from .constructions_trained import n_k9_trained_tier  # torch is imported only when a trained tier runs
 
     return n_k9_trained_tier(ctx)
 

@@ -480,7 +480,7 @@ def _n_t_exact(ctx: Context) -> TierResult:
                                       note=f"over the {int(possible.sum())} possible of {len(prompts)} prompts, "
                                            f"S={S}, T={T}"))
     results = {law: summarize_instances("exact", cs, names[law],
-                                        what=f"add-alpha == exact posterior predictive, roots "
+                                        what="add-alpha == exact posterior predictive, roots "
                                              + ("~ mu_pi" if law == "stationary" else "independent of pi"))
                for law, cs in checks.items()}
     if structure is not None:  # N Knowl 2 is about the prior's draws, not the (alpha, graph) instances

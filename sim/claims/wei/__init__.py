@@ -4,7 +4,8 @@ h = 2..H and pa(h) in 1..h-1).
 
 Submodules group the claims by the machinery they use: ``bma`` (W.L1, W.P1),
 ``construction`` (W.T1), ``information`` (W.L2-L4), ``identifiability`` (W.T2),
-``dynamics`` (W.T3), ``continuous`` (W.P2), ``trained`` (W.E1, W.E2).
+``dynamics`` (W.T3), ``continuous`` (W.P2; its trained tier in ``continuous_trained``),
+``trained`` (W.E1, W.E2; the task, recipe and process pool they share in ``training``).
 """
 from __future__ import annotations
 

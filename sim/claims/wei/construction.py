@@ -106,7 +106,7 @@ def _w_t1_exact(ctx: Context) -> TierResult:
             tokens = sample_w_prompts(rng_seq, pi, parents, L)  # (B, L+1, H)
             context = tokens[:, :L]
             post = [bma_posterior(context, pi, h) for h in range(1, H)]  # each (B, h)
-            errs, pred_errs = [], []
+            errs = []
             for beta in betas:
                 logp, pat = _forward(_build(pi, L, H, beta, ctx.params, "mixture"), tokens)
                 errs.append(max(float(np.abs(pat[:, h, :h] - post[h - 1]).max()) for h in range(1, H)))

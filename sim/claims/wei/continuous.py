@@ -261,7 +261,7 @@ def _w_p2_montecarlo(ctx: Context) -> TierResult:
 
 
 def _w_p2_trained(ctx):
-    from .trained import w_p2_trained_tier  # torch is imported only when a trained tier runs
+    from .continuous_trained import w_p2_trained_tier  # torch is imported only when a trained tier runs
 
     return w_p2_trained_tier(ctx)
 

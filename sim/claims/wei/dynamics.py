@@ -82,7 +82,7 @@ def _w_t3_exact(ctx: Context) -> TierResult:
 
     s = ctx.settings
     readings, deciding = tuple(s["readings"]), s["deciding_reading"]
-    checks, per_reading, worst = [], {r: [] for r in readings}, {}
+    checks, per_reading = [], {r: [] for r in readings}
     rhos, id_err, n_id = [], 0.0, 0
     pts = []
     cases = [(inst, range(2, inst.tree.n)) for inst in w_instances(

@@ -184,7 +184,6 @@ def _w_t2_exact(ctx: Context) -> TierResult:
                 "Chernoff exponent per competitor": {int(k): float(r) for k, r in m.rates.items()},
                 "claimed exponent per competitor": {int(k): r for k, r in claimed.items()},
                 "MAP exponent (min over competitors)": m.rate, "hardest competitor": m.competitor}))
-    good = [c for c in checks if all(c.assumptions.values())]
     numbers = [Number("smallest MAP error exponent", min(map_rates), note=f"over {n_pos} positions, d in {list(s['dims'])}"),
                Number("median MAP error exponent", float(np.median(map_rates))),
                Number("max |t* - 1/2| (positions meeting the assumptions)", tstar_dev,

@@ -1,468 +1,55 @@
-"""W's trained claims: the mechanism a trained two-layer transformer learns (W.E1), how it
-generalises across the number of examples (W.E2), and the trained part of W.P2 (continuous
-inputs), all next to their Bayes baselines with error bars across seeds.
-
-The task (W sections 1-3; CLAIMS conventions, 0-based positions)
-------------------------------------------------------------------
-One transition matrix ``pi`` is drawn from the prior (``ctx.prior`` or the default
-floored Dirichlet(1), its own seed) and FIXED for the whole training run, so the model can
-store ``log pi`` and ``pi`` in its weights; every prompt gets a fresh random recursive tree
-(``pa(h) ~ Unif{0..h-1}``) shared by its ``L`` context examples and the target, roots from
-the stationary law. The model predicts the target's tokens ``h = 1..H-1``. Baselines on
-the same prompts: the BMA predictive (Bayes-optimal; W Lemma 1 / Theorem 1) and the best
-structure-blind predictor ``(1/h) sum_{h' < h} pi(x_h', .)`` (uniform attention over the
-candidate parents with the true pi).
-
-The training recipe (found here; W does not give one beyond seed 000 section 9)
---------------------------------------------------------------------------------
-- Init: every parameter ``N(0, 0.02^2)``; the offset-0 entry of ``w_H`` starts ``wH0``
-  above the others (seed 000 section 9: "the middle entry of w^H starts well above the
-  others"); ``w_L`` gets a random one-to-one preference: head ``k`` starts ``perm_bias``
-  above the rest on example ``sigma(k)``, ``sigma`` a uniformly random permutation (our
-  reading of "the diagonal preference of w^L can be initialised at random"). With
-  ``wH0 = 8``, ``perm_bias = 2`` a head starts with about 0.45 (L = 10) or 0.78 (L = 3) of
-  its mass on its example's same-position token; the probes report the initial value.
-- Stage 1 (``steps1``): all parameters, Adam, cosine schedule, weight decay on ``W_KQ``
-  only. The decay is what makes the heads commit: without it the loss is nearly flat
-  along directions that blur the copies while ``W_KQ`` compensates, and Adam drifts there
-  (copier score falling from 0.82 to 0.70 in our runs).
-- Stage 2 (``steps2``): ``W_KQ`` and ``W_OV`` only, Adam, cosine, no decay, so ``W``
-  converges to ``log pi`` without the decay's shrinkage.
-
-Why not plain joint Adam from a small random start: the heads then stay spread over
-several examples (copier score 0.1-0.4 after 3,000 steps at L = 10), and with an
-i.i.d. random ``w_L`` the heads collide on the same examples and stay there (6 of 10
-examples covered after 6,000 steps, with or without weight decay), so the mechanism
-never completes. The ``paper`` profile re-runs the i.i.d. start as a reading.
+"""W's trained claims: the mechanism a trained two-layer transformer learns (W.E1) and how it
+generalises across the number of examples (W.E2), next to their Bayes baselines with error
+bars across seeds. The task, the training recipe and the process pool are in :mod:`.training`.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ...verdict import Assumption, Number, Outcome, TierResult, compare, tier_verdict
+from ...verdict import Number, Outcome, TierResult, compare, tier_verdict
 from ..base import Claim, Context, Source
-from ..inputs import default_root, prior_for, record_matrix
-from .continuous import orthogonal_matrix
+from ..inputs import prior_for, record_matrix
+from .training import (OUTCOME_VERDICT, WRecipe, WRun, WTask, combine_outcomes, run_jobs, run_record, seed_number,
+                       task_assumptions, threads_for, train_seeds)
 
-__all__ = [
-    "WRecipe",
-    "WTask",
-    "WRun",
-    "recursive_parents_torch",
-    "init_wei_model",
-    "train_wei",
-    "evaluate_wei",
-    "extend_to_L",
-    "w_p2_trained_tier",
-    "ContinuousTask",
-    "gaussian_bma_posterior_torch",
-    "W_E1",
-    "W_E2",
-    "CLAIMS",
-]
+__all__ = ["extend_to_L", "W_E1", "W_E2", "CLAIMS"]
 
-TASKS = ("w", "independent-trees", "fixed-tree")
 FALLS = "loss falls as test L' grows"
-
-
-# ================================================================================ task ==
-def recursive_parents_torch(gen, B: int, H: int):
-    """W's random recursive trees in torch: ``(B, H)`` int64, ``parents[:, 0] = -1``,
-    ``parents[:, h] ~ Unif{0..h-1}``, on ``gen.device``."""
-    import torch
-
-    h = torch.arange(H, device=gen.device)
-    par = torch.floor(torch.rand((B, H), generator=gen, device=gen.device) * h).long()  # (B, H)
-    par[:, 0] = -1
-    return par
-
-
-@dataclass
-class WTask:
-    """W's prompts for one fixed ``pi``: tokens ``(B, L+1, H)`` (target = example ``L``).
-
-    ``kind``: ``"w"`` (W's task: a fresh tree per prompt, shared by context and target);
-    ``"independent-trees"`` (a wrong task: every example, the target included, has its own
-    tree, so the context says nothing about the target's parents); ``"fixed-tree"`` (one
-    tree for every prompt, drawn once from ``fixed_seed``).
-    """
-
-    pi: np.ndarray
-    L: int
-    H: int
-    kind: str = "w"
-    fixed_seed: int = 0
-    device: str = "cpu"
-
-    def __post_init__(self):
-        import torch
-
-        from ...sampling import batched_stationary
-
-        if self.kind not in TASKS:
-            raise ValueError(f"task kind must be one of {TASKS}, got {self.kind!r}")
-        self.pi = np.asarray(self.pi, dtype=np.float64)
-        root = default_root(self.pi)
-        mu = batched_stationary(self.pi[None])[0] if root is None else root
-        self.root_name = "stationary" if root is None else "uniform (stationary law not unique)"
-        self._pi = torch.as_tensor(self.pi, dtype=torch.float32, device=self.device)  # (d, d)
-        self._mu = torch.as_tensor(mu, dtype=torch.float32, device=self.device)  # (d,)
-        self._fixed = None
-        if self.kind == "fixed-tree":
-            g = torch.Generator(device=self.device).manual_seed(int(self.fixed_seed))
-            self._fixed = recursive_parents_torch(g, 1, self.H)  # (1, H)
-
-    @property
-    def d(self) -> int:
-        return self.pi.shape[0]
-
-    def draw(self, gen, B: int):
-        """``(tokens (B, L+1, H), parents (B, H))``; for independent trees the target's tree."""
-        from ...sampling import sample_w_prompts_torch
-
-        d, L, H = self.d, self.L, self.H
-        if self.kind == "independent-trees":
-            n = B * (L + 1)
-            par = recursive_parents_torch(gen, n, H)  # (B*(L+1), H)
-            x = sample_w_prompts_torch(gen, self._pi.expand(n, d, d), par, 0, roots=self._mu.expand(n, d))
-            return x.reshape(B, L + 1, H), par.reshape(B, L + 1, H)[:, L]
-        par = self._fixed.expand(B, H) if self._fixed is not None else recursive_parents_torch(gen, B, H)
-        x = sample_w_prompts_torch(gen, self._pi.expand(B, d, d), par, L, roots=self._mu.expand(B, d))
-        return x, par
-
-    def sampler(self, recipe: "WRecipe") -> Callable:
-        """``sample(gen, step)`` for :func:`sim.train.train`: stage 1 draws ``batch1`` prompts, stage 2 ``batch2``."""
-        def sample(gen, step):
-            return self.draw(gen, recipe.batch1 if step < recipe.steps1 else recipe.batch2)[0]
-
-        return sample
-
-
-# ============================================================================ recipe ==
-@dataclass(frozen=True)
-class WRecipe:
-    """Init and two-stage schedule (module docstring). Frozen; saved with every result."""
-
-    steps1: int = 400
-    batch1: int = 256
-    lr1: float = 1e-2
-    wd1: float = 3e-3
-    steps2: int = 500
-    batch2: int = 512
-    lr2: float = 2e-2
-    wH0: float = 8.0
-    perm_bias: float = 2.0
-    init_scale: float = 0.02
-    wL_init: str = "permutation"  # permutation | iid
-    log_every: int = 50
-
-    def __post_init__(self):
-        if self.wL_init not in ("permutation", "iid"):
-            raise ValueError(f"wL_init must be 'permutation' or 'iid', got {self.wL_init!r}")
-        if min(self.steps1, self.steps2) < 0 or min(self.batch1, self.batch2) < 1:
-            raise ValueError("steps must be >= 0 and batches >= 1")
-
-    @classmethod
-    def from_settings(cls, s: Mapping[str, Any], prefix: str = "") -> "WRecipe":
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k[len(prefix):]: v for k, v in s.items() if k.startswith(prefix) and k[len(prefix):] in names})
-
-    def config(self, seed: int):
-        from ...train import Stage, TrainConfig
-
-        stages = []
-        if self.steps1:
-            stages.append(Stage(self.steps1, self.lr1, schedule="cosine", weight_decay=self.wd1,
-                                decay_params=("W_KQ",)))
-        if self.steps2:
-            stages.append(Stage(self.steps2, self.lr2, params=("W_KQ", "W_OV"), schedule="cosine"))
-        return TrainConfig(stages=tuple(stages), seed=int(seed), log_every=self.log_every)
-
-    def describe(self) -> str:
-        init = (f"offset-0 entry of w_H +{self.wH0:g}, w_L a random one-to-one preference +{self.perm_bias:g}"
-                if self.wL_init == "permutation" else f"offset-0 entry of w_H +{self.wH0:g}, w_L i.i.d.")
-        return (f"init N(0, {self.init_scale:g}^2), {init}; stage 1: {self.steps1} steps x {self.batch1} prompts, "
-                f"all parameters, Adam lr {self.lr1:g} cosine, weight decay {self.wd1:g} on W_KQ; stage 2: "
-                f"{self.steps2} steps x {self.batch2} prompts, W_KQ and W_OV, Adam lr {self.lr2:g} cosine")
-
-
-def init_wei_model(d: int, L: int, H: int, recipe: WRecipe, *, generator, continuous: bool = False):
-    """A :class:`WeiTransformer` (or :class:`WeiContinuous`) with the recipe's init, on ``generator.device``."""
-    import torch
-
-    from ...models import WeiContinuous, WeiTransformer
-
-    cls = WeiContinuous if continuous else WeiTransformer
-    model = cls.init(d, L, H, generator=generator, scale=recipe.init_scale, wH0=recipe.wH0)
-    if recipe.wL_init == "permutation":
-        sigma = torch.randperm(L, generator=generator, device=generator.device)  # head k -> example sigma(k)
-        with torch.no_grad():
-            model.w_L[torch.arange(L, device=generator.device), sigma] += recipe.perm_bias
-    return model
-
-
-# ========================================================================= one run ==
-@dataclass
-class WRun:
-    """One trained model with everything needed to report and re-check it."""
-
-    model: Any
-    task: WTask
-    recipe: WRecipe
-    seeds: dict[str, int]
-    log: Any  # sim.train.TrainLog
-    seconds: float
-    initial_copier: float
-    cpu_seconds: float = 0.0  # process CPU time: the wall time on an otherwise idle machine, one thread
-    blind_curve: list[float] = field(default_factory=list)  # structure-blind loss at the log points
-    eval: dict[str, Any] = field(default_factory=dict)
-
-
-def train_wei(task: WTask, recipe: WRecipe, *, init_seed: int, data_seed: int, device: str = "cpu",
-              progress: Callable[[str], None] | None = None, probes=None, thresholds=None,
-              stop_when_crossed: bool = False) -> WRun:
-    """Train W's model on ``task`` with ``recipe``; logs the BMA and structure-blind losses of
-    every logged batch next to the model's (:func:`sim.train.train`)."""
-    import torch
-
-    from ...probes.wei import blind_attention, bma_posterior_torch, copier_report
-    from ...train import make_generator, train
-
-    gen = make_generator(init_seed, device)
-    model = init_wei_model(task.d, task.L, task.H, recipe, generator=gen)
-    initial = copier_report(model).min_score
-    pi64 = torch.as_tensor(task.pi, dtype=torch.float64, device=device)
-    with np.errstate(divide="ignore"):
-        logpi = torch.as_tensor(np.log(task.pi), dtype=torch.float64, device=device)
-    blind_curve: list[float] = []
-
-    def nll(attn, x):
-        tgt = x[:, task.L]
-        p = (attn[:, 1:] @ pi64[tgt]).gather(-1, tgt[:, 1:, None])
-        return float(-torch.log(p).mean())
-
-    def bayes(x):
-        blind_curve.append(nll(blind_attention(task.H, device=device)[None].expand(x.shape[0], -1, -1), x))
-        return nll(bma_posterior_torch(x[:, :task.L], logpi), x)
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    log = train(model, task.sampler(recipe), recipe.config(data_seed), device=device, bayes_loss=bayes,
-                probes=probes, thresholds=thresholds, stop_when_crossed=stop_when_crossed,
-                progress=progress or False)
-    return WRun(model=model, task=task, recipe=recipe, seeds={"init": init_seed, "data": data_seed}, log=log,
-                seconds=time.perf_counter() - t0, initial_copier=initial, blind_curve=blind_curve,
-                cpu_seconds=time.process_time() - c0)
-
-
-def evaluate_wei(run: WRun, n_eval: int, eval_seed: int, *, eval_task: WTask | None = None) -> dict[str, Any]:
-    """Probe a trained model on ``n_eval`` fresh prompts of W's task (``eval_task``, default
-    ``run.task``): copiers, block structure, column/row softmax errors, ``sigma(W_OV)`` vs pi,
-    layer-2 attention vs BMA, losses vs the baselines. Stores and returns ``run.eval``."""
-    import torch
-
-    from ...montecarlo import mean_estimate
-    from ...probes import wei as P
-    from ...train import make_generator
-
-    model, task = run.model, eval_task or run.task
-    device = str(model.W_OV.device)
-    tokens, parents = task.draw(make_generator(eval_seed, device), n_eval)
-    losses = P.prompt_losses(model, tokens, task.pi)
-    rep = P.copier_report(model)
-    with np.errstate(divide="ignore"):
-        log_pi = np.log(task.pi)
-    W = P.learned_W(model, "mean")
-    per_head = P.learned_W(model, "per-head")
-    tv = P.layer2_bma_tv(model, tokens, task.pi)
-    blk = P.block_structure(model)
-    diff_model = losses["model"] - losses["bma"]
-    diff_blind = losses["blind"] - losses["bma"]
-    gap = diff_blind.mean()
-    closed = 1.0 - diff_model.mean() / gap if gap > 0 else float("nan")
-    # Standard error of the ratio by the delta method on the paired per-prompt differences.
-    cov = np.cov(np.stack([diff_model, diff_blind]))
-    r = diff_model.mean() / gap if gap > 0 else float("nan")
-    se_closed = math.sqrt(max(cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1], 0.0) / n_eval) / gap if gap > 0 else 0.0
-    attn = P.layer2_attention(model, tokens[:8])
-    run.eval = {
-        "copier": rep, "n_eval": n_eval, "eval_seed": eval_seed,
-        "loss_model": mean_estimate(losses["model"], eval_seed), "loss_bma": mean_estimate(losses["bma"], eval_seed),
-        "loss_blind": mean_estimate(losses["blind"], eval_seed), "gap_closed": closed, "gap_closed_se": se_closed,
-        "col_error": P.column_softmax_error(W, log_pi), "row_error": P.row_softmax_error(W, log_pi),
-        "col_error_heads": [P.column_softmax_error(w, log_pi) for w in per_head],
-        "row_error_heads": [P.row_softmax_error(w, log_pi) for w in per_head],
-        "ov_error": P.ov_error(model, task.pi), "tv_bma": mean_estimate(tv, eval_seed),
-        "block": blk, "W": W, "example_attn": attn, "example_tokens": tokens[:8].cpu().numpy(),
-        "example_parents": parents[:8].cpu().numpy(),
-        "parent_acc_model": float(P.parent_accuracy(attn, parents[:8].cpu().numpy()).mean()),
-    }
-    return run.eval
-
-
-def _run_record(run: WRun) -> dict:
-    """Everything needed to re-check one seed by hand (JSON-able)."""
-    e = run.eval
-    return {"pi": record_matrix(run.task.pi), "d": run.task.d, "L": run.task.L, "H": run.task.H,
-            "task": run.task.kind, "root_law": run.task.root_name, "seeds": run.seeds, "recipe": run.recipe.describe(),
-            "train_seconds": round(run.seconds, 2), "initial_copier_score": run.initial_copier,
-            "copier": e["copier"].as_dict(), "col_softmax_error": e["col_error"], "row_softmax_error": e["row_error"],
-            "col_softmax_error_per_head": e["col_error_heads"], "W_tf (mean diagonal block)": record_matrix(e["W"]),
-            "ov_error": e["ov_error"], "loss_model": e["loss_model"].value, "loss_bma": e["loss_bma"].value,
-            "loss_blind": e["loss_blind"].value, "gap_closed": e["gap_closed"],
-            "W_KQ offdiag/diag centred norm": e["block"].ratio, "eval_seed": e["eval_seed"], "n_eval": e["n_eval"]}
-
-
-# ========================================================================== threads ==
-class torch_threads:
-    """Run a block with ``n`` intra-op torch threads (restored afterwards); ``None`` leaves it.
-
-    These models are small: on a 2-core CPU one thread is as fast as two when the machine is
-    idle and up to 9x faster when other processes compete for the cores (two threads then
-    spin-wait on each other; measured 58 s vs 6.4 s for the same 100 training steps).
-    """
-
-    def __init__(self, n: int | None):
-        self.n, self.old = n, None
-
-    def __enter__(self):
-        import torch
-
-        if self.n is not None:
-            self.old = torch.get_num_threads()
-            torch.set_num_threads(int(self.n))
-        return self
-
-    def __exit__(self, *exc):
-        import torch
-
-        if self.old is not None:
-            torch.set_num_threads(self.old)
-        return False
-
-
-def _threads(ctx: Context) -> torch_threads:
-    return torch_threads(ctx.settings.get("torch_threads", 1) if ctx.device == "cpu" else None)
-
-
-# ======================================================================== statistics ==
-def _seed_number(name: str, values: Sequence[float], seeds: Sequence[int], *, mc_se: Sequence[float] | None = None,
-                 tolerance: float | None = None, note: str = "") -> Number:
-    """Mean over seeds with the seeds' standard error (or the Monte Carlo error if larger)."""
-    v = np.asarray(values, dtype=float)
-    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
-    if mc_se is not None:
-        se = max(se, float(math.sqrt(np.sum(np.square(mc_se))) / v.size))
-    per = ", ".join(f"{x:.4g}" for x in v)
-    return Number(name, float(v.mean()), stderr=se, n=int(v.size), seed=int(seeds[0]), tolerance=tolerance,
-                  kind="trained", note=(f"per seed: [{per}]; seeds {list(seeds)}" + (f"; {note}" if note else "")))
-
-
-#: A criterion's outcome as a reading's verdict (the tier's verdict carries the assumptions).
-_OUTCOME_VERDICT = {Outcome.HELD: "PASS", Outcome.VIOLATED: "FAIL", Outcome.UNDECIDED: "INCONCLUSIVE"}
-
-
-def _combine(outcomes: Sequence[Outcome]) -> Outcome:
-    if Outcome.VIOLATED in outcomes:
-        return Outcome.VIOLATED
-    if Outcome.UNDECIDED in outcomes:
-        return Outcome.UNDECIDED
-    return Outcome.HELD
-
-
-def _task_assumptions(pis: Sequence[np.ndarray], kind: str) -> list[Assumption]:
-    zero = [k for k, pi in enumerate(pis) if np.any(np.asarray(pi) <= 0)]
-    return [Assumption("W's task: one random recursive tree per prompt, shared by the L examples and the target",
-                       kind == "w", f"task = {kind!r}"),
-            Assumption("pi > 0 entrywise (log pi finite)", not zero,
-                       "every drawn pi > 0" if not zero else f"pi of seed(s) {zero} has a zero entry")]
-
-
-def _train_job(job: Mapping[str, Any]) -> WRun:
-    """Train (and, with ``n_eval``, evaluate) one model from plain arguments: what a worker
-    process runs (module level, so a spawned worker can import it)."""
-    import torch
-
-    torch.set_num_threads(1)
-    dev = job["device"]
-    task = WTask(job["pi"], job["L"], job["H"], kind=job["kind"], fixed_seed=job["fixed_seed"], device=dev)
-    run = train_wei(task, job["recipe"], init_seed=job["init_seed"], data_seed=job["data_seed"], device=dev,
-                    progress=job.get("progress"))
-    if job.get("n_eval"):
-        # Evaluated on W's task whatever the training task was: the checks are about W's mechanism.
-        evaluate_wei(run, job["n_eval"], job["eval_seed"], eval_task=WTask(job["pi"], job["L"], job["H"], device=dev))
-    return run
-
-
-def _run_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
-    """:func:`_train_job` over ``jobs``, in order. On CPU the jobs run on a process pool of
-    ``settings["workers"]`` (default: the CPU count) one-thread workers; the numbers are the
-    same as in this process, which runs them one by one with live progress otherwise."""
-    import multiprocessing
-    import os
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    workers = min(len(jobs), int(ctx.settings.get("workers") or os.cpu_count() or 1))
-    if ctx.device != "cpu" or workers < 2:
-        return [_train_job({**job, "progress": lambda m, k=k: ctx.progress(f"{label} {k + 1}/{len(jobs)}: {m}")})
-                for k, job in enumerate(jobs)]
-    ctx.progress(f"{label}: {len(jobs)} models on {workers} worker processes")
-    out: list[WRun | None] = [None] * len(jobs)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_train_job, job): k for k, job in enumerate(jobs)}
-        for done, fut in enumerate(as_completed(futures), start=1):
-            out[futures[fut]] = fut.result()
-            ctx.progress(f"{label}: {done}/{len(jobs)} models trained")
-    return out
-
-
-def _train_seeds(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
-                 task_kind: str | None = None) -> list[WRun]:
-    d, L, H = s[f"{prefix}d"], s[f"{prefix}L"], s[f"{prefix}H"]
-    recipe = WRecipe.from_settings(s, prefix)
-    kind = task_kind or s.get("task", "w")
-    jobs = [{"pi": prior_for(ctx, d).sample(ctx.rng(f"{part}/pi/{i}"), 1)[0], "L": L, "H": H, "kind": kind,
-             "fixed_seed": ctx.seed_for(f"{part}/fixed-tree/{i}"), "recipe": recipe, "device": ctx.device,
-             "init_seed": ctx.seed_for(f"{part}/init/{i}"), "data_seed": ctx.seed_for(f"{part}/data/{i}"),
-             "n_eval": s[f"{prefix}n_eval"], "eval_seed": ctx.seed_for(f"{part}/eval/{i}")} for i in range(n_seeds)]
-    return _run_jobs(ctx, jobs, f"{ctx.claim.id} {part} seed")
 
 
 # ============================================================================= W.E1 ==
 def _w_e1_trained(ctx: Context) -> TierResult:
-    with _threads(ctx):
+    with threads_for(ctx):
         return _w_e1(ctx)
 
 
 def _w_e1(ctx: Context) -> TierResult:
     s, p = ctx.settings, ctx.params
     t0 = time.perf_counter()
-    mech = _train_seeds(ctx, "mechanism", s, "", s["seeds"])
-    col = _train_seeds(ctx, "column", s, "col_", s["col_seeds"]) if s.get("col_seeds", 0) else []
+    mech = train_seeds(ctx, "mechanism", s, "", s["seeds"])
+    col = train_seeds(ctx, "column", s, "col_", s["col_seeds"]) if s.get("col_seeds", 0) else []
     kind = s.get("task", "w")
-    assumptions = _task_assumptions([r.task.pi for r in mech + col], kind)
+    assumptions = task_assumptions([r.task.pi for r in mech + col], kind)
     mseeds = [r.seeds["data"] for r in mech]
     cseeds = [r.seeds["data"] for r in (col or mech)]
     ev = [r.eval for r in mech]
     cev = [r.eval for r in (col or mech)]
-    copier = _seed_number("copier score: min over heads and query positions of the mass on its example's "
+    copier = seed_number("copier score: min over heads and query positions of the mass on its example's "
                           "same-position token", [e["copier"].min_score for e in ev], mseeds,
                           tolerance=p["copier_threshold"],
                           note="initial (at init): " + ", ".join(f"{r.initial_copier:.3f}" for r in mech))
     covered = [e["copier"].n_covered for e in ev]
-    colerr = _seed_number("column-softmax error (1/d)||σ_col(W_tf) - σ_col(log pi)||_1 (W_tf = mean diagonal "
+    colerr = seed_number("column-softmax error (1/d)||σ_col(W_tf) - σ_col(log pi)||_1 (W_tf = mean diagonal "
                           "block)", [e["col_error"] for e in cev], cseeds, tolerance=p["col_threshold"],
                           note="W reports 0.0278")
-    rowerr = _seed_number("row-softmax error (1/d)||σ_row(W_tf) - pi||_1", [e["row_error"] for e in cev], cseeds,
+    rowerr = seed_number("row-softmax error (1/d)||σ_row(W_tf) - pi||_1", [e["row_error"] for e in cev], cseeds,
                           note="W reports 0.350")
-    row_minus_col = _seed_number("row-softmax error - column-softmax error",
+    row_minus_col = seed_number("row-softmax error - column-softmax error",
                                  [e["row_error"] - e["col_error"] for e in cev], cseeds, tolerance=p["row_margin"])
-    closed = _seed_number("fraction of the structure-blind-to-BMA loss gap closed", [e["gap_closed"] for e in ev],
+    closed = seed_number("fraction of the structure-blind-to-BMA loss gap closed", [e["gap_closed"] for e in ev],
                           mseeds, mc_se=[e["gap_closed_se"] for e in ev], tolerance=p["gap_threshold"])
     outs = {
         "copier": compare(copier.value, p["copier_threshold"], stderr=copier.stderr, z=ctx.z),
@@ -471,28 +58,28 @@ def _w_e1(ctx: Context) -> TierResult:
         "row larger": compare(row_minus_col.value, p["row_margin"], stderr=row_minus_col.stderr, z=ctx.z),
         "gap closed": compare(closed.value, p["gap_threshold"], stderr=closed.stderr, z=ctx.z),
     }
-    conclusion = _combine(list(outs.values()))
+    conclusion = combine_outcomes(list(outs.values()))
     L, d, H = mech[0].task.L, mech[0].task.d, mech[0].task.H
     numbers = [copier,
                Number("examples covered by the heads (per seed)", float(min(covered)), n=len(covered),
                       kind="trained", note=f"per seed {covered} of L = {L}"),
                colerr, rowerr, row_minus_col, closed]
     for name, key in (("model", "loss_model"), ("BMA (Bayes-optimal)", "loss_bma"), ("structure-blind", "loss_blind")):
-        numbers.append(_seed_number(f"eval loss, {name} (nats)", [e[key].value for e in ev], mseeds,
+        numbers.append(seed_number(f"eval loss, {name} (nats)", [e[key].value for e in ev], mseeds,
                                     mc_se=[e[key].stderr for e in ev]))
     numbers += [
-        _seed_number("layer-2 attention vs BMA posterior: mean total variation", [e["tv_bma"].value for e in ev],
+        seed_number("layer-2 attention vs BMA posterior: mean total variation", [e["tv_bma"].value for e in ev],
                      mseeds, mc_se=[e["tv_bma"].stderr for e in ev]),
-        _seed_number("σ(W_OV) vs pi: (1/d)||softmax_row(W_OV) - pi||_1", [e["ov_error"] for e in ev], mseeds),
-        _seed_number("W_KQ off-diagonal / diagonal block norm (column-centred)", [e["block"].ratio for e in ev],
+        seed_number("σ(W_OV) vs pi: (1/d)||softmax_row(W_OV) - pi||_1", [e["ov_error"] for e in ev], mseeds),
+        seed_number("W_KQ off-diagonal / diagonal block norm (column-centred)", [e["block"].ratio for e in ev],
                      mseeds, note="0 for W's block-diagonal W_KQ"),
-        _seed_number(f"column-softmax error of the d={d} mechanism model (not W's column setting)",
+        seed_number(f"column-softmax error of the d={d} mechanism model (not W's column setting)",
                      [e["col_error"] for e in ev], mseeds),
         Number("training seconds (all seeds, both settings)", round(sum(r.seconds for r in mech + col), 1),
                kind="trained", note=f"device {ctx.device}; process CPU seconds "
                                     f"{sum(r.cpu_seconds for r in mech + col):.1f}"),
     ]
-    readings = [{"name": f"criterion: {k}", "verdict": _OUTCOME_VERDICT[o],
+    readings = [{"name": f"criterion: {k}", "verdict": OUTCOME_VERDICT[o],
                  "detail": _criterion_detail(k, outs, copier, covered, L, colerr, row_minus_col, closed, p)}
                 for k, o in outs.items()]
     readings.append({"name": "W_tf read per head (the diagonal block of each head) instead of the mean",
@@ -504,8 +91,8 @@ def _w_e1(ctx: Context) -> TierResult:
     cex = None
     if conclusion is Outcome.VIOLATED:
         cex = {"failed criteria": [k for k, o in outs.items() if o is Outcome.VIOLATED],
-               "thresholds": dict(p), "mechanism runs": [_run_record(r) for r in mech],
-               "column runs": [_run_record(r) for r in col]}
+               "thresholds": dict(p), "mechanism runs": [run_record(r) for r in mech],
+               "column runs": [run_record(r) for r in col]}
     res = TierResult(
         "trained", tier_verdict(assumptions, conclusion), conclusion,
         (f"d={d}, L={L}, H={H}, {len(mech)} seeds: copier {copier.value:.3f}±{copier.stderr:.2g} "
@@ -525,7 +112,7 @@ def _w_e1(ctx: Context) -> TierResult:
             + (f" (failed: {', '.join(broken)}; the assumption looks necessary)" if broken else
                " (the assumption did not look necessary here)"))
         if cex is None and broken:
-            res.counterexample = {"failed criteria": broken, "mechanism runs": [_run_record(r) for r in mech]}
+            res.counterexample = {"failed criteria": broken, "mechanism runs": [run_record(r) for r in mech]}
     res.figures += _w_e1_figures(ctx, mech, col)
     ctx.progress(f"W.E1 done in {time.perf_counter() - t0:.0f}s")
     return res
@@ -548,7 +135,7 @@ def _iid_reading(ctx: Context, s) -> dict:
     s2 = dict(s)
     s2["wL_init"] = "iid"
     s2["steps1"] = s.get("iid_steps1", s["steps1"])
-    runs = _train_seeds(ctx, "iid-start", s2, "", 1)
+    runs = train_seeds(ctx, "iid-start", s2, "", 1)
     e = runs[0].eval
     ok = e["copier"].all_covered and e["copier"].min_score >= ctx.params["copier_threshold"]
     return {"name": "i.i.d. random start of w_L (no one-to-one preference), 1 seed",
@@ -731,7 +318,7 @@ def extend_to_L(model, L_new: int, copier=None):
 
 
 def _w_e2_trained(ctx: Context) -> TierResult:
-    with _threads(ctx):
+    with threads_for(ctx):
         return _w_e2(ctx)
 
 
@@ -745,7 +332,7 @@ def _w_e2(ctx: Context) -> TierResult:
     from ...probes.wei import prompt_losses
     from ...train import make_generator
 
-    s, p = ctx.settings, ctx.params
+    s = ctx.settings
     d, H = s["d"], s["H"]
     train_Ls, test_Ls = sorted(s["train_L"]), sorted(s["test_L"])
     recipe = WRecipe.from_settings(s)
@@ -757,7 +344,7 @@ def _w_e2(ctx: Context) -> TierResult:
     jobs = [{"pi": pis[i], "L": Lt, "H": H, "kind": kind, "fixed_seed": ctx.seed_for(f"fixed-tree/{i}"),
              "recipe": recipe, "device": ctx.device, "init_seed": ctx.seed_for(f"init/{i}/{Lt}"),
              "data_seed": ctx.seed_for(f"data/{i}/{Lt}")} for i in range(n_seeds) for Lt in train_Ls]
-    trained = iter(_run_jobs(ctx, jobs, "W.E2 model"))
+    trained = iter(run_jobs(ctx, jobs, "W.E2 model"))
     for i in range(n_seeds):
         pi = pis[i]
         eval_seed = ctx.seed_for(f"eval/{i}")
@@ -789,10 +376,10 @@ def _w_e2(ctx: Context) -> TierResult:
     G = {Lt: [np.mean([excess(i, Lt, Lp) for Lp in common]) for i in range(n_seeds)] for Lt in train_Ls}
     numbers, readings, outs = [], [], {}
     for Lt in train_Ls:
-        numbers.append(_seed_number(f"trained at L={Lt}: mean excess loss over BMA (nats) at test L' in {common}",
+        numbers.append(seed_number(f"trained at L={Lt}: mean excess loss over BMA (nats) at test L' in {common}",
                                     G[Lt], seeds))
     small, large = train_Ls[0], train_Ls[-1]
-    diff = _seed_number(f"generalisation: excess(trained at L={large}) - excess(trained at L={small}) (paired by seed)",
+    diff = seed_number(f"generalisation: excess(trained at L={large}) - excess(trained at L={small}) (paired by seed)",
                         [G[large][i] - G[small][i] for i in range(n_seeds)], seeds, tolerance=0.0)
     numbers.append(diff)
     outs["small L generalises better"] = compare(diff.value, 0.0, stderr=diff.stderr, z=ctx.z)
@@ -800,7 +387,7 @@ def _w_e2(ctx: Context) -> TierResult:
     falls = []
     for Lt in train_Ls:
         drops = [mean_estimate(loss[i][Lt][test_Ls[0]] - loss[i][Lt][test_Ls[-1]], seeds[i]) for i in range(n_seeds)]
-        num = _seed_number(f"trained at L={Lt}: loss(L'={test_Ls[0]}) - loss(L'={test_Ls[-1]})",
+        num = seed_number(f"trained at L={Lt}: loss(L'={test_Ls[0]}) - loss(L'={test_Ls[-1]})",
                            [e.value for e in drops], seeds, mc_se=[e.stderr for e in drops], tolerance=0.0)
         numbers.append(num)
         o = compare(num.value, 0.0, stderr=num.stderr, z=ctx.z)
@@ -809,27 +396,27 @@ def _w_e2(ctx: Context) -> TierResult:
         rises = []
         for a, b in zip(test_Ls[:-1], test_Ls[1:]):
             st = [mean_estimate(loss[i][Lt][b] - loss[i][Lt][a], seeds[i]) for i in range(n_seeds)]
-            nb = _seed_number("rise", [e.value for e in st], seeds, mc_se=[e.stderr for e in st])
+            nb = seed_number("rise", [e.value for e in st], seeds, mc_se=[e.stderr for e in st])
             if compare(nb.value, 0.0, stderr=nb.stderr, z=ctx.z) is Outcome.HELD:
                 rises.append(f"{a}->{b}: +{nb.value:.4f}±{nb.stderr:.2g}")
         readings.append({"name": f"trained at L={Lt}: loss non-increasing between consecutive test L'",
                          "verdict": "PASS" if not rises else "FAIL",
                          "detail": "no significant rise" if not rises else "significant rises " + "; ".join(rises)})
-    outs[FALLS] = _combine(falls)
+    outs[FALLS] = combine_outcomes(falls)
     # The truncation reading: L' > L uses only the first L examples (no cloned heads).
     readings.insert(0, {"name": "extension rule (decides): clone heads for L' > L, drop heads of absent examples "
                                 "for L' < L (see extend_to_L)", "verdict": "-", "detail":
                         "truncation alternative (extra examples invisible) makes loss(L' > L) = loss(L) by construction"})
-    conclusion = _combine(list(outs.values()))
-    assumptions = _task_assumptions(pis, kind)
+    conclusion = combine_outcomes(list(outs.values()))
+    assumptions = task_assumptions(pis, kind)
     for Lp in test_Ls:
-        numbers.append(_seed_number(f"BMA loss at test L'={Lp}", [bma[i][Lp].mean() for i in range(n_seeds)], seeds))
-    numbers.append(_seed_number("structure-blind loss", [blind[i][test_Ls[0]].mean() for i in range(n_seeds)],
+        numbers.append(seed_number(f"BMA loss at test L'={Lp}", [bma[i][Lp].mean() for i in range(n_seeds)], seeds))
+    numbers.append(seed_number("structure-blind loss", [blind[i][test_Ls[0]].mean() for i in range(n_seeds)],
                                 seeds))
     numbers.append(Number("training seconds (all models)", round(secs, 1), kind="trained",
                           note=f"device {ctx.device}; process CPU seconds {cpu:.1f}; recipe: {recipe.describe()}"))
     for k, o in outs.items():
-        readings.append({"name": f"criterion: {k}", "verdict": _OUTCOME_VERDICT[o], "detail": ""})
+        readings.append({"name": f"criterion: {k}", "verdict": OUTCOME_VERDICT[o], "detail": ""})
     cex = None
     if conclusion is Outcome.VIOLATED:
         cex = {"failed criteria": [k for k, o in outs.items() if o is Outcome.VIOLATED],
@@ -912,193 +499,6 @@ W_E2 = Claim(
     params={},
     prior_dependent=True,
 )
-
-
-# ========================================================================= W.P2 trained ==
-@dataclass
-class ContinuousTask:
-    """W section 8's system: ``x_0 ~ N(0, I)``, ``x_h = rho A^T x_pa(h) + sqrt(1 - rho^2) eta_h`` on a
-    fresh random recursive tree per prompt shared by the ``L`` examples and the target;
-    inputs ``(B, L+1, H, d)`` float32."""
-
-    A: np.ndarray
-    rho: float
-    L: int
-    H: int
-    device: str = "cpu"
-
-    def __post_init__(self):
-        import torch
-
-        self._A = torch.as_tensor(np.asarray(self.A, dtype=np.float64), dtype=torch.float32, device=self.device)
-
-    @property
-    def d(self) -> int:
-        return self._A.shape[0]
-
-    def draw(self, gen, B: int):
-        import torch
-
-        L, H, d = self.L, self.H, self.d
-        par = recursive_parents_torch(gen, B, H)  # (B, H)
-        noise = torch.randn((B, L + 1, H, d), generator=gen, device=gen.device)
-        x = torch.empty_like(noise)
-        x[:, :, 0] = noise[:, :, 0]
-        b = torch.arange(B, device=gen.device)
-        s = math.sqrt(1.0 - self.rho ** 2)
-        for h in range(1, H):
-            xp = x[b, :, par[:, h]]  # (B, L+1, d)
-            x[:, :, h] = self.rho * xp @ self._A + s * noise[:, :, h]  # row form of rho A^T x_pa
-        return x, par
-
-    def sampler(self, recipe: WRecipe):
-        def sample(gen, step):
-            return self.draw(gen, recipe.batch1 if step < recipe.steps1 else recipe.batch2)[0]
-
-        return sample
-
-
-def gaussian_bma_posterior_torch(context, A, rho: float):
-    """W Proposition 2's BMA posterior ``(B, H, H)`` (row 0 zeros) from context ``(B, L, H, d)``:
-    ``softmax_{h' < h} sum_l log N(x^l_h; rho A^T x^l_h', (1 - rho^2) I)``; agrees with
-    :func:`theory.gaussian_bma_posterior`."""
-    import torch
-
-    B, L, H, d = context.shape
-    m = rho * context @ A  # (B, L, H, d): means rho A^T x_h' in row form
-    cross = torch.einsum("blhd,blkd->bhk", context, m)  # (B, H, H): sum_l x_h . m_h'
-    sq = (m * m).sum(-1).sum(1)  # (B, H): sum_l ||m_h'||^2
-    scores = (2 * cross - sq[:, None, :]) / (2 * (1 - rho * rho))  # (B, H, H), up to a per-h constant
-    earlier = torch.ones(H, H, dtype=torch.bool, device=context.device).tril(-1)
-    post = torch.softmax(scores.masked_fill(~earlier, float("-inf"))[:, 1:], dim=-1)
-    return torch.cat([post.new_zeros(B, 1, H), post], dim=1)
-
-
-def w_p2_trained_tier(ctx: Context) -> TierResult:
-    """W.P2, trained part: :class:`WeiContinuous` (same recipe as W.E1, mean-squared error) trained
-    on the continuous system at each ``L`` of a grid; its parent selection (argmax of layer-2
-    attention, positions ``h >= 2``) against the BMA posterior's on the same fresh prompts.
-
-    Conclusion: the accuracy gap BMA - trained is positive at the smallest ``L`` and smaller at
-    the largest ``L`` (both beyond ``z`` s.e., seeds and prompts paired). Settings (prefix
-    ``trained_``): ``d, H, rho, L`` (grid), ``seeds``, ``n_eval``, recipe fields
-    (``steps1, batch1, ...``); ``A_kind`` as in the other tiers.
-    """
-    with _threads(ctx):
-        return _w_p2_trained(ctx)
-
-
-def _w_p2_trained(ctx: Context) -> TierResult:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import torch
-
-    from ...montecarlo import mean_estimate
-    from ...probes.wei import copier_report, layer2_attention, parent_accuracy
-    from ...train import make_generator, train
-
-    s = ctx.settings
-    d, H, rho = s.get("trained_d", 3), s.get("trained_H", 8), float(s.get("trained_rho", 0.8))
-    Ls = sorted(s.get("trained_L", (1, 4, 16)))
-    n_seeds, n_eval = s.get("trained_seeds", 2), s.get("trained_n_eval", 2048)
-    defaults = {"trained_steps1": 300, "trained_batch1": 256, "trained_steps2": 300, "trained_batch2": 256}
-    recipe = WRecipe.from_settings({**defaults, **s}, "trained_")
-    kind = s.get("A_kind", "orthogonal")
-    gaps = {L: [] for L in Ls}
-    accs = {L: {"model": [], "bma": []} for L in Ls}
-    seeds, As, secs, copiers = [], [], 0.0, {L: [] for L in Ls}
-    c0 = time.process_time()
-    for i in range(n_seeds):
-        A = orthogonal_matrix(ctx.rng(f"trained/A/{i}"), d, kind)
-        As.append(A)
-        A_t = torch.as_tensor(A, dtype=torch.float32, device=ctx.device)
-        eval_seed = ctx.seed_for(f"trained/eval/{i}")
-        seeds.append(eval_seed)
-        for L in Ls:
-            task = ContinuousTask(A, rho, L, H, device=ctx.device)
-            gen = make_generator(ctx.seed_for(f"trained/init/{i}/{L}"), ctx.device)
-            model = init_wei_model(d, L, H, recipe, generator=gen, continuous=True)
-
-            def bayes(x, L=L):
-                post = gaussian_bma_posterior_torch(x[:, :L], A_t, rho)
-                pred = post[:, 1:] @ (rho * x[:, L] @ A_t)  # (B, H-1, d)
-                return float(torch.nn.functional.mse_loss(pred, x[:, L, 1:]))
-
-            log = train(model, task.sampler(recipe), recipe.config(ctx.seed_for(f"trained/data/{i}/{L}")),
-                        device=ctx.device, bayes_loss=bayes,
-                        progress=lambda m, i=i, L=L: ctx.progress(f"W.P2 trained seed {i + 1} L={L}: {m}"))
-            secs += log.seconds
-            copiers[L].append(copier_report(model).min_score)
-            x, par = task.draw(make_generator(eval_seed, ctx.device), n_eval)
-            attn = layer2_attention(model, x)
-            post = gaussian_bma_posterior_torch(x[:, :L], A_t, rho).double().cpu().numpy()
-            par = par.cpu().numpy()
-            acc_m, acc_b = parent_accuracy(attn, par), parent_accuracy(post, par)
-            accs[L]["model"].append(mean_estimate(acc_m, eval_seed))
-            accs[L]["bma"].append(mean_estimate(acc_b, eval_seed))
-            gaps[L].append(acc_b - acc_m)  # per prompt, paired
-    assumptions = [Assumption("A orthogonal", all(float(np.abs(A.T @ A - np.eye(d)).max()) <= 1e-8 for A in As),
-                              f"A kind {kind!r}"),
-                   Assumption("0 < |rho| < 1", 0 < abs(rho) < 1, f"rho = {rho}")]
-
-    def gap_number(name, per_seed):
-        est = [mean_estimate(g, seeds[i]) for i, g in enumerate(per_seed)]
-        return _seed_number(name, [e.value for e in est], seeds, mc_se=[e.stderr for e in est])
-
-    numbers = []
-    gap_nums = {}
-    for L in Ls:
-        gap_nums[L] = gap_number(f"accuracy gap BMA - trained at L={L}", gaps[L])
-        numbers += [gap_nums[L],
-                    _seed_number(f"trained parent-selection accuracy at L={L}", [e.value for e in accs[L]["model"]],
-                                 seeds, mc_se=[e.stderr for e in accs[L]["model"]]),
-                    _seed_number(f"BMA parent-selection accuracy at L={L}", [e.value for e in accs[L]["bma"]],
-                                 seeds, mc_se=[e.stderr for e in accs[L]["bma"]]),
-                    _seed_number(f"copier score of the trained model at L={L}", copiers[L], seeds)]
-    shrink = gap_number(f"gap(L={Ls[0]}) - gap(L={Ls[-1]}) (paired)",
-                        [gaps[Ls[0]][i] - gaps[Ls[-1]][i] for i in range(n_seeds)])
-    numbers.append(shrink)
-    numbers.append(Number("training seconds (all models)", round(secs, 1), kind="trained",
-                          note=f"device {ctx.device}; process CPU seconds (training and evaluation) "
-                               f"{time.process_time() - c0:.1f}; recipe: {recipe.describe()}"))
-    first = gap_nums[Ls[0]]
-    outs = [compare(first.value, 0.0, stderr=first.stderr, z=ctx.z),
-            compare(shrink.value, 0.0, stderr=shrink.stderr, z=ctx.z)]
-    conclusion = _combine(outs)
-    tol = s.get("trained_gap_tol", 0.02)
-    last = gap_nums[Ls[-1]]
-    readings = [{"name": f"gap at L={Ls[-1]} below {tol} (closed, not only shrinking)",
-                 "verdict": tier_verdict(assumptions, compare(last.value, tol, stderr=last.stderr, z=ctx.z,
-                                                              direction="<=")).value,
-                 "detail": f"{last.value:.4f} ± {last.stderr:.2g}"}]
-    cex = None
-    if conclusion is Outcome.VIOLATED:
-        cex = {"A": [record_matrix(A) for A in As], "rho": rho, "d": d, "H": H, "L grid": Ls, "n_eval": n_eval,
-               "eval seeds": seeds, "recipe": recipe.describe(),
-               "gap per seed [L]": {L: [float(np.mean(g)) for g in gaps[L]] for L in Ls},
-               "required": "gap(L_min) > 0 and gap(L_min) - gap(L_max) > 0, beyond z s.e."}
-    res = TierResult(
-        "trained", tier_verdict(assumptions, conclusion), conclusion,
-        (f"trained WeiContinuous (d={d}, H={H}, rho={rho}, {n_seeds} seeds): accuracy gap BMA - trained "
-         + ", ".join(f"L={L}: {gap_nums[L].value:.4f}±{gap_nums[L].stderr:.2g}" for L in Ls)
-         + f"; positive at L={Ls[0]} and shrinking: {conclusion.value}"),
-        assumptions=assumptions, numbers=numbers, counterexample=cex, readings=readings,
-        budget="more seeds or n_eval (trained_seeds, trained_n_eval)" if conclusion is Outcome.UNDECIDED else "")
-    if not all(a.holds for a in assumptions):
-        res.conclusion_without_assumptions = f"{conclusion.value} on the input that breaks an assumption"
-    fig, ax = plt.subplots(figsize=(5, 4))
-    ax.errorbar(Ls, [np.mean([e.value for e in accs[L]["bma"]]) for L in Ls], fmt="ks--", ms=4, label="BMA")
-    ax.errorbar(Ls, [np.mean([e.value for e in accs[L]["model"]]) for L in Ls],
-                yerr=[ctx.z * gap_nums[L].stderr for L in Ls], fmt="o-", ms=4, capsize=3,
-                label=f"trained (± {ctx.z:g} s.e. of the gap)")
-    ax.set_xscale("log")
-    ax.set(xlabel="L (context examples)", ylabel="parent-selection accuracy (h >= 2)",
-           title=f"W.P2 trained: accuracy vs BMA (d={d}, rho={rho})")
-    ax.legend(fontsize=7)
-    res.figures.append(ctx.save_figure(fig, "trained-accuracy-vs-L"))
-    return res
 
 
 CLAIMS = [W_E1, W_E2]

@@ -7,7 +7,7 @@ from sim.claims.nichani.task import (_rank_gof, add_alpha_batch, n_graph, sample
                                      sampler_uniform_roots)
 from sim.priors import Dirichlet, Floor
 from sim.runner import RunConfig, evaluate_claim
-from sim.sampling import batched_stationary, dirichlet_rows, sample_n_prompts
+from sim.sampling import batched_stationary, dirichlet_rows
 from sim.verdict import Verdict
 from theory.dirichlet import add_alpha_predictive
 

@@ -12,7 +12,9 @@ import torch
 from sim.claims import get, select
 from sim.claims.base import Context
 from sim.claims.nichani.task import n_graph
-from sim.claims.nichani.trained import N_E, N_K1, N_K4, n_k9_trained_tier
+from sim.claims.nichani.constructions_trained import n_k9_trained_tier
+from sim.claims.nichani.experiments import N_E
+from sim.claims.nichani.trained import N_K1, N_K4
 from sim.claims.nichani.training import (N_RECIPE, NTask, last_position_logits, reduced_loss, sample_multiparent,
                                          sample_task, task_sampler, train_disentangled, Recipe)
 from sim.models.nichani import DisentangledTransformer, ReducedModel

@@ -7,7 +7,7 @@ import pytest
 from sim.claims.wei.dynamics import LOGITS_WITNESS, UNIFORM_ROOT_WITNESS, W_T3, _autograd_gradients, _bonferroni_z
 from sim.priors import Point
 from sim.sampling import sample_w_prompts
-from sim.verdict import Outcome, Verdict
+from sim.verdict import Verdict
 from theory import CausalTree, mutual_information, pairwise_joint, wei_chi2_signal, wei_gradient_at_zero
 
 SMALL = {"n_matrices": 2, "dims": (2, 3), "H": 5, "trees_per_matrix": 1, "max_examples": 15, "max_H": 5,

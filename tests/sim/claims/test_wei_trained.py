@@ -8,10 +8,9 @@ import pytest
 import torch
 
 from sim.claims import get
-from sim.claims.base import Claim, Source
-from sim.claims.wei.trained import (
-    ContinuousTask, WRecipe, WTask, evaluate_wei, extend_to_L, gaussian_bma_posterior_torch, train_wei,
-    w_p2_trained_tier)
+from sim.claims.wei.continuous_trained import ContinuousTask, gaussian_bma_posterior_torch, w_p2_trained_tier
+from sim.claims.wei.trained import extend_to_L
+from sim.claims.wei.training import WRecipe, WTask, evaluate_wei, train_wei
 from sim.models import WeiTransformer, wei_construction
 from sim.verdict import Verdict
 from theory import gaussian_bma_posterior

@@ -1,0 +1,206 @@
+"""The trained tier of W.P2 (continuous inputs, W section 8): W's continuous transformer
+trained on Gaussian chains along random recursive trees, its parent-selection accuracy
+against the Gaussian BMA posterior across L. The claim itself is in :mod:`.continuous`,
+which imports this module only when the trained tier runs (torch stays unloaded otherwise).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...verdict import Assumption, Number, Outcome, TierResult, compare, tier_verdict
+from ..base import Context
+from ..inputs import record_matrix
+from .continuous import orthogonal_matrix
+from .training import WRecipe, combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, threads_for
+
+__all__ = ["ContinuousTask", "gaussian_bma_posterior_torch", "w_p2_trained_tier"]
+
+
+@dataclass
+class ContinuousTask:
+    """W section 8's system: ``x_0 ~ N(0, I)``, ``x_h = rho A^T x_pa(h) + sqrt(1 - rho^2) eta_h`` on a
+    fresh random recursive tree per prompt shared by the ``L`` examples and the target;
+    inputs ``(B, L+1, H, d)`` float32."""
+
+    A: np.ndarray
+    rho: float
+    L: int
+    H: int
+    device: str = "cpu"
+
+    def __post_init__(self):
+        import torch
+
+        self._A = torch.as_tensor(np.asarray(self.A, dtype=np.float64), dtype=torch.float32, device=self.device)
+
+    @property
+    def d(self) -> int:
+        return self._A.shape[0]
+
+    def draw(self, gen, B: int):
+        import torch
+
+        L, H, d = self.L, self.H, self.d
+        par = recursive_parents_torch(gen, B, H)  # (B, H)
+        noise = torch.randn((B, L + 1, H, d), generator=gen, device=gen.device)
+        x = torch.empty_like(noise)
+        x[:, :, 0] = noise[:, :, 0]
+        b = torch.arange(B, device=gen.device)
+        s = math.sqrt(1.0 - self.rho ** 2)
+        for h in range(1, H):
+            xp = x[b, :, par[:, h]]  # (B, L+1, d)
+            x[:, :, h] = self.rho * xp @ self._A + s * noise[:, :, h]  # row form of rho A^T x_pa
+        return x, par
+
+    def sampler(self, recipe: WRecipe):
+        def sample(gen, step):
+            return self.draw(gen, recipe.batch1 if step < recipe.steps1 else recipe.batch2)[0]
+
+        return sample
+
+
+def gaussian_bma_posterior_torch(context, A, rho: float):
+    """W Proposition 2's BMA posterior ``(B, H, H)`` (row 0 zeros) from context ``(B, L, H, d)``:
+    ``softmax_{h' < h} sum_l log N(x^l_h; rho A^T x^l_h', (1 - rho^2) I)``; agrees with
+    :func:`theory.gaussian_bma_posterior`."""
+    import torch
+
+    B, L, H, d = context.shape
+    m = rho * context @ A  # (B, L, H, d): means rho A^T x_h' in row form
+    cross = torch.einsum("blhd,blkd->bhk", context, m)  # (B, H, H): sum_l x_h . m_h'
+    sq = (m * m).sum(-1).sum(1)  # (B, H): sum_l ||m_h'||^2
+    scores = (2 * cross - sq[:, None, :]) / (2 * (1 - rho * rho))  # (B, H, H), up to a per-h constant
+    earlier = torch.ones(H, H, dtype=torch.bool, device=context.device).tril(-1)
+    post = torch.softmax(scores.masked_fill(~earlier, float("-inf"))[:, 1:], dim=-1)
+    return torch.cat([post.new_zeros(B, 1, H), post], dim=1)
+
+
+def w_p2_trained_tier(ctx: Context) -> TierResult:
+    """W.P2, trained part: :class:`WeiContinuous` (same recipe as W.E1, mean-squared error) trained
+    on the continuous system at each ``L`` of a grid; its parent selection (argmax of layer-2
+    attention, positions ``h >= 2``) against the BMA posterior's on the same fresh prompts.
+
+    Conclusion: the accuracy gap BMA - trained is positive at the smallest ``L`` and smaller at
+    the largest ``L`` (both beyond ``z`` s.e., seeds and prompts paired). Settings (prefix
+    ``trained_``): ``d, H, rho, L`` (grid), ``seeds``, ``n_eval``, recipe fields
+    (``steps1, batch1, ...``); ``A_kind`` as in the other tiers.
+    """
+    with threads_for(ctx):
+        return _w_p2_trained(ctx)
+
+
+def _w_p2_trained(ctx: Context) -> TierResult:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import torch
+
+    from ...montecarlo import mean_estimate
+    from ...probes.wei import copier_report, layer2_attention, parent_accuracy
+    from ...train import make_generator, train
+
+    s = ctx.settings
+    d, H, rho = s.get("trained_d", 3), s.get("trained_H", 8), float(s.get("trained_rho", 0.8))
+    Ls = sorted(s.get("trained_L", (1, 4, 16)))
+    n_seeds, n_eval = s.get("trained_seeds", 2), s.get("trained_n_eval", 2048)
+    defaults = {"trained_steps1": 300, "trained_batch1": 256, "trained_steps2": 300, "trained_batch2": 256}
+    recipe = WRecipe.from_settings({**defaults, **s}, "trained_")
+    kind = s.get("A_kind", "orthogonal")
+    gaps = {L: [] for L in Ls}
+    accs = {L: {"model": [], "bma": []} for L in Ls}
+    seeds, As, secs, copiers = [], [], 0.0, {L: [] for L in Ls}
+    c0 = time.process_time()
+    for i in range(n_seeds):
+        A = orthogonal_matrix(ctx.rng(f"trained/A/{i}"), d, kind)
+        As.append(A)
+        A_t = torch.as_tensor(A, dtype=torch.float32, device=ctx.device)
+        eval_seed = ctx.seed_for(f"trained/eval/{i}")
+        seeds.append(eval_seed)
+        for L in Ls:
+            task = ContinuousTask(A, rho, L, H, device=ctx.device)
+            gen = make_generator(ctx.seed_for(f"trained/init/{i}/{L}"), ctx.device)
+            model = init_wei_model(d, L, H, recipe, generator=gen, continuous=True)
+
+            def bayes(x, L=L):
+                post = gaussian_bma_posterior_torch(x[:, :L], A_t, rho)
+                pred = post[:, 1:] @ (rho * x[:, L] @ A_t)  # (B, H-1, d)
+                return float(torch.nn.functional.mse_loss(pred, x[:, L, 1:]))
+
+            log = train(model, task.sampler(recipe), recipe.config(ctx.seed_for(f"trained/data/{i}/{L}")),
+                        device=ctx.device, bayes_loss=bayes,
+                        progress=lambda m, i=i, L=L: ctx.progress(f"W.P2 trained seed {i + 1} L={L}: {m}"))
+            secs += log.seconds
+            copiers[L].append(copier_report(model).min_score)
+            x, par = task.draw(make_generator(eval_seed, ctx.device), n_eval)
+            attn = layer2_attention(model, x)
+            post = gaussian_bma_posterior_torch(x[:, :L], A_t, rho).double().cpu().numpy()
+            par = par.cpu().numpy()
+            acc_m, acc_b = parent_accuracy(attn, par), parent_accuracy(post, par)
+            accs[L]["model"].append(mean_estimate(acc_m, eval_seed))
+            accs[L]["bma"].append(mean_estimate(acc_b, eval_seed))
+            gaps[L].append(acc_b - acc_m)  # per prompt, paired
+    assumptions = [Assumption("A orthogonal", all(float(np.abs(A.T @ A - np.eye(d)).max()) <= 1e-8 for A in As),
+                              f"A kind {kind!r}"),
+                   Assumption("0 < |rho| < 1", 0 < abs(rho) < 1, f"rho = {rho}")]
+
+    def gap_number(name, per_seed):
+        est = [mean_estimate(g, seeds[i]) for i, g in enumerate(per_seed)]
+        return seed_number(name, [e.value for e in est], seeds, mc_se=[e.stderr for e in est])
+
+    numbers = []
+    gap_nums = {}
+    for L in Ls:
+        gap_nums[L] = gap_number(f"accuracy gap BMA - trained at L={L}", gaps[L])
+        numbers += [gap_nums[L],
+                    seed_number(f"trained parent-selection accuracy at L={L}", [e.value for e in accs[L]["model"]],
+                                 seeds, mc_se=[e.stderr for e in accs[L]["model"]]),
+                    seed_number(f"BMA parent-selection accuracy at L={L}", [e.value for e in accs[L]["bma"]],
+                                 seeds, mc_se=[e.stderr for e in accs[L]["bma"]]),
+                    seed_number(f"copier score of the trained model at L={L}", copiers[L], seeds)]
+    shrink = gap_number(f"gap(L={Ls[0]}) - gap(L={Ls[-1]}) (paired)",
+                        [gaps[Ls[0]][i] - gaps[Ls[-1]][i] for i in range(n_seeds)])
+    numbers.append(shrink)
+    numbers.append(Number("training seconds (all models)", round(secs, 1), kind="trained",
+                          note=f"device {ctx.device}; process CPU seconds (training and evaluation) "
+                               f"{time.process_time() - c0:.1f}; recipe: {recipe.describe()}"))
+    first = gap_nums[Ls[0]]
+    outs = [compare(first.value, 0.0, stderr=first.stderr, z=ctx.z),
+            compare(shrink.value, 0.0, stderr=shrink.stderr, z=ctx.z)]
+    conclusion = combine_outcomes(outs)
+    tol = s.get("trained_gap_tol", 0.02)
+    last = gap_nums[Ls[-1]]
+    readings = [{"name": f"gap at L={Ls[-1]} below {tol} (closed, not only shrinking)",
+                 "verdict": tier_verdict(assumptions, compare(last.value, tol, stderr=last.stderr, z=ctx.z,
+                                                              direction="<=")).value,
+                 "detail": f"{last.value:.4f} ± {last.stderr:.2g}"}]
+    cex = None
+    if conclusion is Outcome.VIOLATED:
+        cex = {"A": [record_matrix(A) for A in As], "rho": rho, "d": d, "H": H, "L grid": Ls, "n_eval": n_eval,
+               "eval seeds": seeds, "recipe": recipe.describe(),
+               "gap per seed [L]": {L: [float(np.mean(g)) for g in gaps[L]] for L in Ls},
+               "required": "gap(L_min) > 0 and gap(L_min) - gap(L_max) > 0, beyond z s.e."}
+    res = TierResult(
+        "trained", tier_verdict(assumptions, conclusion), conclusion,
+        (f"trained WeiContinuous (d={d}, H={H}, rho={rho}, {n_seeds} seeds): accuracy gap BMA - trained "
+         + ", ".join(f"L={L}: {gap_nums[L].value:.4f}±{gap_nums[L].stderr:.2g}" for L in Ls)
+         + f"; positive at L={Ls[0]} and shrinking: {conclusion.value}"),
+        assumptions=assumptions, numbers=numbers, counterexample=cex, readings=readings,
+        budget="more seeds or n_eval (trained_seeds, trained_n_eval)" if conclusion is Outcome.UNDECIDED else "")
+    if not all(a.holds for a in assumptions):
+        res.conclusion_without_assumptions = f"{conclusion.value} on the input that breaks an assumption"
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.errorbar(Ls, [np.mean([e.value for e in accs[L]["bma"]]) for L in Ls], fmt="ks--", ms=4, label="BMA")
+    ax.errorbar(Ls, [np.mean([e.value for e in accs[L]["model"]]) for L in Ls],
+                yerr=[ctx.z * gap_nums[L].stderr for L in Ls], fmt="o-", ms=4, capsize=3,
+                label=f"trained (± {ctx.z:g} s.e. of the gap)")
+    ax.set_xscale("log")
+    ax.set(xlabel="L (context examples)", ylabel="parent-selection accuracy (h >= 2)",
+           title=f"W.P2 trained: accuracy vs BMA (d={d}, rho={rho})")
+    ax.legend(fontsize=7)
+    res.figures.append(ctx.save_figure(fig, "trained-accuracy-vs-L"))
+    return res
