@@ -31,6 +31,7 @@ import threading
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 __all__ = ["relative_scores", "relative_attention_reference", "RelativeAttention", "relative_attention"]
 
@@ -111,6 +112,7 @@ class RelativeAttention(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable  # the backward writes into reused buffers: not differentiable again
     def backward(ctx, dy: Tensor):
         q, k, v, rrev, y, *patterns = ctx.saved_tensors
         BH, T, e = q.shape

@@ -156,3 +156,11 @@ def test_inputs_longer_than_max_len_or_not_2d_are_refused():
         model(torch.zeros(1, 6, dtype=torch.long))
     with pytest.raises(ValueError, match="must be \\(B, T\\)"):
         model(torch.zeros(6, dtype=torch.long))
+
+
+def test_double_backward_is_refused_not_silently_wrong():
+    q, k, v, r = _qkvr(2, 1, 5, 3, seed=5)
+    y = relative_attention(q, k, v, r)
+    (gq,) = torch.autograd.grad(y.sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad|trying to differentiate"):
+        torch.autograd.grad(gq.sum(), q)
