@@ -142,12 +142,13 @@ def sample_sequences(rng: np.random.Generator, P: np.ndarray, mu: np.ndarray, n:
     k = rng.integers(0, K, size=n) if chain_index is None else np.asarray(chain_index)
     u = rng.random((n, length))
     cdf_mu = np.cumsum(mu, axis=1)[k]  # (n, C)
-    cdf_P = np.cumsum(P, axis=2)  # (K, C, C)
+    cdf_P = np.cumsum(P, axis=2)[:, :, :-1].reshape(K * C, C - 1)  # row k C + a: CDF of P_k(a, .) but its last entry
     x = np.empty((n, length), dtype=np.int64)
     x[:, 0] = np.minimum((u[:, :1] >= cdf_mu[:, :-1]).sum(axis=1), C - 1)
+    base = k * C
     for s in range(1, length):
-        rows = cdf_P[k, x[:, s - 1]]  # (n, C)
-        x[:, s] = np.minimum((u[:, s:s + 1] >= rows[:, :-1]).sum(axis=1), C - 1)
+        rows = np.take(cdf_P, base + x[:, s - 1], axis=0)  # (n, C-1)
+        x[:, s] = np.minimum((u[:, s:s + 1] >= rows).sum(axis=1), C - 1)
     return x, k
 
 
