@@ -559,8 +559,10 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
     """
     import torch
 
+    from .allocator import keep_freed_memory
     from .models.markov_lm import MarkovLM
 
+    keep_freed_memory()  # the step's activations are reused, not page-faulted in afresh every step
     old_threads = torch.get_num_threads()
     if spec.threads is not None:
         torch.set_num_threads(spec.threads)

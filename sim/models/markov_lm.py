@@ -38,8 +38,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .fused_layers import AttentionSublayer, LogitLoss
 from .hooks import HookPoint
-from .relative_attention import relative_attention, relative_attention_reference
+from .relative_attention import relative_attention_reference
 
 __all__ = ["MarkovLMConfig", "MarkovLM"]
 
@@ -105,12 +106,14 @@ class _Block(nn.Module):
 
     def forward(self, h: Tensor, mask: Tensor) -> Tensor:
         B, T, w = h.shape
+        if self.rel is not None and self.fused and not self._observed() and not (self.training and self.drop.p > 0):
+            ln = self.ln_att  # the whole sublayer in one autograd node (sim.models.fused_layers)
+            h = AttentionSublayer.apply(h, ln.weight, ln.bias, self.Wq.weight, self.Wk.weight, self.Wv.weight,
+                                        self.Wo.weight, self.rel, self.heads, ln.eps)
+            return self._mlp(h)
         q, k, v = (z.view(B, T, self.heads, self.e).transpose(1, 2) for z in self._qkv(self.ln_att(h)))  # (B, nh, T, e)
         r = None if self.rel is None else self.drop(self.rel[:T]).view(T, self.heads, self.e)  # (T, nh, e)
-        if r is not None and self.fused and not self._observed() and not (self.training and self.drop.p > 0):
-            y = relative_attention(q, k, v, r)  # same function, hand-written backward
-        else:
-            y = relative_attention_reference(q, k, v, r, mask, self.scores, self.pattern, self.drop)
+        y = relative_attention_reference(q, k, v, r, mask, self.scores, self.pattern, self.drop)
         return self._finish(h, y.transpose(1, 2).reshape(B, T, w))
 
     def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -209,6 +212,8 @@ class MarkovLM(nn.Module):
         self.register_buffer("mask", (t[None, :] > t[:, None]).view(1, 1, T, T), persistent=False)  # j > t
         #: Use the exact token-only form of the first layer when it applies (see _Block.forward_token_only).
         self.fast_first_layer = True
+        #: Compute :meth:`loss` with the fused head (sim.models.fused_layers.LogitLoss).
+        self.fused_loss = True
         self.reset_parameters(generator)
 
     @torch.no_grad()
@@ -227,6 +232,10 @@ class MarkovLM(nn.Module):
                 m.bias.zero_()
 
     def forward(self, tokens: Tensor) -> Tensor:
+        return self.unembed(self.ln_f(self._trunk(tokens)))  # (B, T, C)
+
+    def _trunk(self, tokens: Tensor) -> Tensor:
+        """The residual stream after the last layer, ``(B, T, width)``."""
         if tokens.ndim != 2:
             raise ValueError(f"tokens must be (B, T), got shape {tuple(tokens.shape)}")
         B, T = tokens.shape
@@ -244,7 +253,7 @@ class MarkovLM(nn.Module):
         mask = self.mask[..., :T, :T]
         for l in range(first, len(self.blocks) + 1):
             h = self.resid[l](self.blocks[l - 1](h, mask))  # (B, T, w)
-        return self.unembed(self.ln_f(h))  # (B, T, C)
+        return h
 
     def _token_only_ok(self) -> bool:
         """The first layer sees token-only inputs (relative positions, no active dropout) and
@@ -259,6 +268,10 @@ class MarkovLM(nn.Module):
 
     def loss(self, tokens: Tensor, targets: Tensor) -> Tensor:
         """Mean next-token cross-entropy over all positions: ``targets[b, t] = x_{t+1}``."""
+        if self.fused_loss:  # final LayerNorm, unembedding and loss in one autograd node
+            h = self._trunk(tokens)
+            return LogitLoss.apply(h.reshape(-1, h.shape[-1]), self.ln_f.weight, self.ln_f.bias, self.unembed.weight,
+                                   targets.reshape(-1), self.ln_f.eps)
         logits = self(tokens)  # (B, T, C)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 

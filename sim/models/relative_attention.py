@@ -86,6 +86,75 @@ def _blocks(BH: int, T: int) -> list[tuple[int, int]]:
     return [(t0, min(t0 + size, T)) for t0 in range(0, T, size)]
 
 
+def attention_forward(q: Tensor, k: Tensor, v: Tensor, rrev: Tensor) -> tuple[Tensor, list[Tensor]]:
+    """Forward of :class:`RelativeAttention` on ``(BH, T, e)`` inputs (any strides with the last
+    dimension contiguous) and the offsets in reverse order ``rrev`` ``(nh, T, e)``,
+    ``rrev[h, c] = r_{T-1-c, h}``. Returns ``y`` ``(BH, T, e)`` and the pattern of each query block."""
+    BH, T, e = q.shape
+    nh = rrev.shape[0]
+    bias = _causal_bias(T, q)
+    y = torch.empty(BH, T, e, dtype=q.dtype, device=q.device)
+    patterns = []
+    for t0, t1 in _blocks(BH, T):
+        qb = q[:, t0:t1].contiguous()  # (BH, Tb, e)
+        M = _matmul_heads(qb, rrev[:, T - t1:].transpose(1, 2), nh)  # (BH, Tb, t1): [t, c] = q_t . r_{t1-1-c}
+        s = torch.baddbmm(_skew(M, t0), qb, k[:, :t1].transpose(1, 2)).add_(bias[t0:t1, :t1])
+        P = torch.softmax(s, dim=-1)  # (BH, Tb, t1)
+        y[:, t0:t1] = torch.bmm(P, v[:, :t1])
+        patterns.append(P)
+    return y, patterns
+
+
+def attention_backward(q: Tensor, k: Tensor, v: Tensor, rrev: Tensor, y: Tensor, patterns: list[Tensor],
+                       dy: Tensor, dq: Tensor, dk: Tensor, dv: Tensor) -> Tensor:
+    """Backward of :func:`attention_forward`: writes the gradients of ``q, k, v`` into ``dq, dk, dv``
+    (``(BH, T, e)``, any strides with the last dimension contiguous, e.g. views of one buffer)
+    and returns that of ``rrev``. The blocks go last first: the last block sees every key, so its
+    ``dk, dv`` are written rather than added to zeros."""
+    BH, T, e = q.shape
+    nh = rrev.shape[0]
+    drrev = torch.zeros_like(rrev)  # (nh, T, e)
+    rowsum = (dy * y).sum(-1, keepdim=True)  # (BH, T, 1) = sum_j P[t, j] dP[t, j]
+    for (t0, t1), P in reversed(list(zip(_blocks(BH, T), patterns))):
+        Tb = t1 - t0
+        qb, dyb = q[:, t0:t1].contiguous(), dy[:, t0:t1].contiguous()
+        dS, dM = _gradient_buffers(BH, t0, t1, q)
+        dvb = torch.bmm(P.transpose(1, 2), dyb)
+        dP = torch.bmm(dyb, v[:, :t1].transpose(1, 2)).sub_(rowsum[:, t0:t1])
+        torch.mul(P, dP, out=dS)  # masked entries: P = 0
+        dqb = torch.bmm(dS, k[:, :t1])
+        dkb = torch.bmm(dS.transpose(1, 2), qb)
+        if t1 == T:
+            dv.copy_(dvb)
+            dk.copy_(dkb)
+        else:
+            dv[:, :t1] += dvb
+            dk[:, :t1] += dkb
+        rb = rrev[:, T - t1:]  # (nh, t1, e)
+        if nh == 1:  # dM is then one (BH Tb, t1) matrix with row stride 2 t1
+            dM2 = dM.as_strided((BH * Tb, t1), (2 * t1, 1))
+            dqb.view(BH * Tb, e).addmm_(dM2, rb[0])
+            drrev[0, T - t1:].addmm_(dM2.t(), qb.view(BH * Tb, e))
+        else:
+            dqb += _matmul_heads(dM, rb, nh)
+            drrev[:, T - t1:] += _matmul_heads(dM.transpose(1, 2), qb, nh, reduce=True)
+        dq[:, t0:t1] = dqb
+    return drrev
+
+
+def reversed_offsets(r: Tensor, T: int) -> Tensor:
+    """``(nh, T, e)``, ``[h, c] = r[T-1-c, h]``, from offsets ``r`` ``(>= T, nh, e)``."""
+    return r[:T].flip(0).permute(1, 0, 2).contiguous()
+
+
+def offsets_gradient(drrev: Tensor, shape) -> Tensor:
+    """The gradient of ``r`` (``shape`` = ``(>= T, nh, e)``) from that of :func:`reversed_offsets`."""
+    T = drrev.shape[1]
+    dr = torch.zeros(shape, dtype=drrev.dtype, device=drrev.device)
+    dr[:T] = drrev.permute(1, 0, 2).flip(0)
+    return dr
+
+
 class RelativeAttention(torch.autograd.Function):
     """``y = RelativeAttention.apply(q, k, v, r)``: ``q, k, v`` ``(BH, T, e)`` (batch and heads
     flattened, head-major within each sequence: ``n = b * nh + h``), ``r`` ``(>= T, nh, e)`` the
@@ -93,20 +162,8 @@ class RelativeAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, r: Tensor) -> Tensor:
-        BH, T, e = q.shape
-        nh = r.shape[1]
-        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-        rrev = r[:T].flip(0).permute(1, 0, 2).contiguous()  # (nh, T, e): [h, c] = r_{T-1-c, h}
-        bias = _causal_bias(T, q)
-        y = torch.empty_like(q)
-        patterns = []
-        for t0, t1 in _blocks(BH, T):
-            qb = q[:, t0:t1].contiguous()  # (BH, Tb, e)
-            M = _matmul_heads(qb, rrev[:, T - t1:].transpose(1, 2), nh)  # (BH, Tb, t1): [t, c] = q_t . r_{t1-1-c}
-            s = torch.baddbmm(_skew(M, t0), qb, k[:, :t1].transpose(1, 2)).add_(bias[t0:t1, :t1])
-            P = torch.softmax(s, dim=-1)  # (BH, Tb, t1)
-            y[:, t0:t1] = torch.bmm(P, v[:, :t1])
-            patterns.append(P)
+        rrev = reversed_offsets(r, q.shape[1])
+        y, patterns = attention_forward(q, k, v, rrev)
         ctx.save_for_backward(q, k, v, rrev, y, *patterns)
         ctx.r_shape = r.shape
         return y
@@ -115,33 +172,9 @@ class RelativeAttention(torch.autograd.Function):
     @once_differentiable  # the backward writes into reused buffers: not differentiable again
     def backward(ctx, dy: Tensor):
         q, k, v, rrev, y, *patterns = ctx.saved_tensors
-        BH, T, e = q.shape
-        nh = rrev.shape[0]
-        dy = dy.contiguous()
-        dq, dk, dv = torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v)
-        drrev = torch.zeros_like(rrev)  # (nh, T, e)
-        rowsum = (dy * y).sum(-1, keepdim=True)  # (BH, T, 1) = sum_j P[t, j] dP[t, j]
-        for (t0, t1), P in zip(_blocks(BH, T), patterns):
-            Tb = t1 - t0
-            qb, dyb = q[:, t0:t1].contiguous(), dy[:, t0:t1].contiguous()
-            dS, dM = _gradient_buffers(BH, t0, t1, q)
-            dv[:, :t1] += torch.bmm(P.transpose(1, 2), dyb)
-            dP = torch.bmm(dyb, v[:, :t1].transpose(1, 2)).sub_(rowsum[:, t0:t1])
-            torch.mul(P, dP, out=dS)  # masked entries: P = 0
-            dqb = torch.bmm(dS, k[:, :t1])
-            dk[:, :t1] += torch.bmm(dS.transpose(1, 2), qb)
-            rb = rrev[:, T - t1:]  # (nh, t1, e)
-            if nh == 1:  # dM is then one (BH Tb, t1) matrix with row stride 2 t1
-                dM2 = dM.as_strided((BH * Tb, t1), (2 * t1, 1))
-                dqb.view(BH * Tb, e).addmm_(dM2, rb[0])
-                drrev[0, T - t1:].addmm_(dM2.t(), qb.view(BH * Tb, e))
-            else:
-                dqb += _matmul_heads(dM, rb, nh)
-                drrev[:, T - t1:] += _matmul_heads(dM.transpose(1, 2), qb, nh, reduce=True)
-            dq[:, t0:t1] = dqb
-        dr = torch.zeros(ctx.r_shape, dtype=q.dtype, device=q.device)
-        dr[:T] = drrev.permute(1, 0, 2).flip(0)
-        return dq, dk, dv, dr
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        drrev = attention_backward(q, k, v, rrev, y, patterns, dy.contiguous(), dq, dk, dv)
+        return dq, dk, dv, offsets_gradient(drrev, ctx.r_shape)
 
 
 def _matmul_heads(x: Tensor, w: Tensor, nh: int, reduce: bool = False) -> Tensor:

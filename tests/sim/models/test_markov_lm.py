@@ -74,14 +74,26 @@ def _perturbed(cfg, seed=0):
     return model
 
 
-def _output_and_grads(model, x, fast: bool):
-    model.fast_first_layer = fast
+def _set_fast(model, fast: bool):
+    model.fast_first_layer = model.fused_loss = fast
     for block in model.blocks:
         block.fused = fast
+
+
+def _output_and_grads(model, x, fast: bool):
+    _set_fast(model, fast)
     model.zero_grad()
     y = model(x)
     (y ** 2).sum().backward()
     return y.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+def _loss_and_grads(model, x, fast: bool):
+    _set_fast(model, fast)
+    model.zero_grad()
+    loss = model.loss(x[:, :-1], x[:, 1:])
+    (3.0 * loss).backward()  # an upstream gradient other than 1
+    return loss.detach(), [p.grad.clone() for p in model.parameters()]
 
 
 CONFIGS = {
@@ -101,6 +113,27 @@ def test_fast_paths_match_the_plain_model(small_blocks, name):
     assert torch.allclose(y, y_ref, atol=1e-10)
     for (n, _), a, b in zip(model.named_parameters(), grads, grads_ref):
         assert torch.allclose(a, b, rtol=1e-9, atol=1e-9), n
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_fused_loss_matches_cross_entropy_of_the_plain_model(small_blocks, name):
+    model = _perturbed(CONFIGS[name])
+    x = torch.randint(0, model.config.vocab, (5, 16), generator=torch.Generator().manual_seed(5))
+    loss, grads = _loss_and_grads(model, x, fast=True)
+    loss_ref, grads_ref = _loss_and_grads(model, x, fast=False)
+    assert torch.allclose(loss, loss_ref, atol=1e-12)
+    for (n, _), a, b in zip(model.named_parameters(), grads, grads_ref):
+        assert torch.allclose(a, b, rtol=1e-9, atol=1e-9), n
+
+
+def test_the_loss_comparison_sees_a_shifted_target():
+    """The comparison can fail: targets shifted by one position give a different loss and gradients."""
+    model = _perturbed(CONFIGS["E main (C=2, attention only)"])
+    x = torch.randint(0, 2, (4, 16), generator=torch.Generator().manual_seed(6))
+    _set_fast(model, True)
+    fused = model.loss(x[:, :-2], x[:, 2:])
+    _set_fast(model, False)
+    assert not torch.allclose(fused, model.loss(x[:, :-2], x[:, 1:-1]), atol=1e-3)
 
 
 def test_observed_layers_take_the_plain_path_with_the_same_output():
