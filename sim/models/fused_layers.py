@@ -5,7 +5,9 @@ al.'s sizes is dominated by per-operation overhead, not arithmetic):
 * :class:`AttentionSublayer`: the pre-LayerNorm relative-position attention sublayer with its
   residual, ``h + W_O Att(LN(h))``;
 * :class:`LogitLoss`: the final LayerNorm, the unembedding and the mean cross-entropy,
-  ``mean_i -log softmax(U LN(h_i))[y_i]``.
+  ``mean_i -log softmax(U LN(h_i))[y_i]``;
+* :class:`TokenOnlyAttention`: the first attention layer when its input is the token embedding
+  alone, computed from ``C``-row tables and one Toeplitz matmul.
 
 Both compute the same function as the plain autograd modules (tested in float64 against them,
 values and every parameter's gradient, in ``tests/sim/models``). Their backward passes call
@@ -23,7 +25,7 @@ from torch.autograd.function import once_differentiable
 
 from .relative_attention import attention_backward, attention_forward, offsets_gradient, reversed_offsets
 
-__all__ = ["AttentionSublayer", "LogitLoss"]
+__all__ = ["AttentionSublayer", "LogitLoss", "TokenOnlyAttention", "ExponentUnderflow"]
 
 
 def _heads(z: Tensor, B: int, T: int, nh: int, e: int) -> Tensor:
@@ -118,3 +120,108 @@ class LogitLoss(torch.autograd.Function):
         dh, dln_w, dln_b = torch.ops.aten.native_layer_norm_backward(
             dlogits @ U, h, (w,), mean, rstd, ln_w, ln_b, [True, True, True])
         return dh, dln_w, dln_b, dU, None, None
+
+
+class ExponentUnderflow(ArithmeticError):
+    """:class:`TokenOnlyAttention` cannot represent this layer's softmax sums in float range; the
+    caller takes the general path."""
+
+
+class TokenOnlyAttention(torch.autograd.Function):
+    """``TokenOnlyAttention.apply(tokens, E, ln_w, ln_b, Wq, Wk, Wv, Wo, r, heads, eps) -> h + W_O Att(LN(h))``
+    for ``h[b, t] = E[x_t]`` (the first layer with relative positions): ``(B T, w)``.
+
+    With token-only inputs, ``q, k, v`` take ``C`` values, and ``exp(score[t, j]) =
+    exp(A[x_t, x_j]) exp(R[x_t, t - j])`` with ``A = Q K^T / sqrt(e)`` and ``R[a, d] = Q_a . r_d /
+    sqrt(e)``. The softmax sums per key type are then causal convolutions of the one-hot tokens::
+
+        W[t, b] = exp(A[x_t, b]) N[x_t, t, b],   N[a, t, b] = sum_{j <= t, x_j = b} exp(R[a, t - j])
+
+        out[t] = E[x_t] + sum_{h, b} (W_h[t, b] / sum_b' W_h[t, b']) U_h[b],   U_h = V_h W_O^h
+
+    ``N`` is one Toeplitz matmul per (head, query type). The backward is written out: the
+    gradient of ``exp(R)`` sums the Toeplitz gradient along its diagonals (a strided view of a
+    zero-padded buffer), that of ``exp(A)`` is one matmul with the one-hot tokens. ``A`` and
+    ``R`` are shifted by their row maxima first (the output does not depend on the shift).
+    Raises :class:`ExponentUnderflow` when the ``j = t`` term, which bounds each sum from below,
+    is below ``exp(-60)``.
+    """
+
+    @staticmethod
+    def forward(ctx, tokens, E, ln_w, ln_b, Wq, Wk, Wv, Wo, r, heads: int, eps: float):
+        # Arrays indexed by position keep the batch innermost, (.., T, C, B): reductions over the
+        # C types are then sums of long contiguous rows (PyTorch is slow along short inner dims).
+        B, T = tokens.shape
+        C, w = E.shape
+        nh, e = heads, w // heads
+        X, mean, rstd = torch.native_layer_norm(E, (w,), ln_w, ln_b, eps)  # (C, w)
+        Wqkv = torch.cat([Wq * (1.0 / math.sqrt(e)), Wk, Wv])  # (3w, w)
+        Q, K, V = (z.view(C, nh, e).transpose(0, 1) for z in (X @ Wqkv.t()).split(w, dim=1))  # (nh, C, e)
+        rh = r[:T].view(T, nh, e).transpose(0, 1)  # (nh, T, e)
+        A = Q @ K.transpose(1, 2)  # (nh, C, C)
+        R = Q @ rh.transpose(1, 2)  # (nh, C, T)
+        A = A - A.max(dim=-1, keepdim=True).values
+        R = R - R.max(dim=-1, keepdim=True).values
+        if float((A.diagonal(dim1=-2, dim2=-1) + R[..., 0]).min()) < -60.0:
+            raise ExponentUnderflow
+        eA, eR = A.exp_(), R.exp_()
+        # Toeplitz Tz[a, t, j] = exp(R[a, t - j]) (0 for j > t): the Hankel windows of [reversed eR, 0...], flipped in t
+        Tz = torch.cat([eR.flip(-1), eR.new_zeros(nh, C, T - 1)], dim=-1).unfold(-1, T, 1).flip(-2)  # (nh, C, T, T)
+        xT = tokens.t()  # (T, B)
+        O = (xT.unsqueeze(1) == torch.arange(C, device=E.device).view(1, C, 1)).to(E.dtype).contiguous()  # (T, C, B) one-hot
+        N = (Tz.reshape(nh * C, T, T) @ O.view(T, C * B)).view(nh, C, T, C, B)  # [a, t, b, n]
+        G = N.gather(1, xT.view(1, 1, T, 1, B).expand(nh, 1, T, C, B))[:, 0]  # (nh, T, C, B): a = x_t
+        eAx = eA.transpose(1, 2)[:, :, xT].transpose(1, 2)  # (nh, T, C, B): exp(A[x_t, b])
+        W = eAx * G
+        Z = W.sum(2, keepdim=True)
+        Wn = W / Z  # (nh, T, C, B): attention weight on key type b
+        U = (V @ Wo.view(w, nh, e).permute(1, 2, 0)).reshape(nh * C, w)  # [(h, b)]: W_O^h v_{h, b}
+        Wf = Wn.permute(3, 1, 0, 2).reshape(B * T, nh * C)  # rows (n, t)
+        out = torch.addmm(E.index_select(0, tokens.reshape(-1)), Wf, U)  # (B T, w): E[x_t] + attention
+        ctx.save_for_backward(tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, O, G, eAx, Wn, Z,
+                              Wf, U)
+        ctx.heads, ctx.eps, ctx.r_shape = heads, eps, r.shape
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, dout):
+        (tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, O, G, eAx, Wn, Z,
+         Wf, U) = ctx.saved_tensors
+        B, T = tokens.shape
+        C, w = E.shape
+        nh = ctx.heads
+        e = w // nh
+        dout = dout.reshape(B * T, w)
+        dU = (Wf.t() @ dout).view(nh, C, w)
+        dWn = (U @ dout.t()).view(nh, C, B, T).permute(0, 3, 1, 2).contiguous()  # (nh, T, C, B); wide output GEMM
+        Woh = Wo.view(w, nh, e).permute(1, 2, 0)  # (nh, e, w)
+        dV = dU @ Woh.transpose(1, 2)  # (nh, C, e)
+        dWo = (V.transpose(1, 2) @ dU).permute(2, 0, 1).reshape(w, w)
+        dW = (dWn - (dWn * Wn).sum(2, keepdim=True)) / Z  # through W / sum_b W
+        deA = torch.einsum("tan,htbn->hab", O, dW * G)  # (nh, C, C): sum over positions with x_t = a
+        dN = (dW * eAx).unsqueeze(1) * O.transpose(0, 1).unsqueeze(2)  # (nh, C, T, C, B): [x_t = a] dG[t, b, n]
+        dTz = _padded(nh * C, T, dtype=E.dtype, device=E.device)
+        dTz[:, :T * T].view(nh * C, T, T).copy_(dN.reshape(nh * C, T, C * B) @ O.view(T, C * B).t())  # [a, t, j]
+        # d exp(R)[a, d] = sum_t dTz[a, t, t - d]: flat index d T + u (T + 1) for u = t - d; u > T-1-d lands in the zero pad
+        deR = dTz.as_strided((nh * C, T, T), (2 * T * T, T, T + 1)).sum(-1).view(nh, C, T)
+        dA, dR = deA * eA, deR * eR
+        dQ = dA @ K + dR @ rh  # (nh, C, e)
+        dK = dA.transpose(1, 2) @ Q
+        drh = dR.transpose(1, 2) @ Q  # (nh, T, e)
+        dQKV = torch.cat([z.transpose(0, 1).reshape(C, w) for z in (dQ, dK, dV)], dim=1)  # (C, 3w)
+        dWqkv = dQKV.t() @ X
+        dE, dln_w, dln_b = torch.ops.aten.native_layer_norm_backward(
+            dQKV @ Wqkv, E, (w,), mean, rstd, ln_w, ln_b, [True, True, True])
+        dE.index_add_(0, tokens.reshape(-1), dout)  # the residual E[x_t]
+        dr = torch.zeros(ctx.r_shape, dtype=E.dtype, device=E.device)
+        dr[:T] = drh.transpose(0, 1).reshape(T, w)
+        dWq, dWk, dWv = dWqkv.split(w)
+        return None, dE, dln_w, dln_b, dWq * (1.0 / math.sqrt(e)), dWk, dWv, dWo, dr, None, None
+
+
+def _padded(n: int, T: int, dtype, device) -> Tensor:
+    """A fresh ``(n, 2 T^2)`` buffer whose second half is zero (the first is overwritten by the caller)."""
+    buf = torch.empty(n, 2 * T * T, dtype=dtype, device=device)
+    buf[:, T * T:].zero_()
+    return buf

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .fused_layers import AttentionSublayer, LogitLoss
+from .fused_layers import AttentionSublayer, ExponentUnderflow, LogitLoss, TokenOnlyAttention
 from .hooks import HookPoint
 from .relative_attention import relative_attention_reference
 
@@ -141,41 +141,17 @@ class _Block(nn.Module):
 
     def forward_token_only(self, tokens: Tensor, table: Tensor) -> Tensor | None:
         """The same layer when its input is the token embedding alone (``h[b, t] = table[x_t]``:
-        the first layer with relative positions and no active dropout).
-
-        Then ``q, k, v`` take ``C`` values and ``exp(score[t, j]) = exp(A[x_t, x_j]) exp(R[x_t, t - j])``
-        with ``A = Q K^T / sqrt(e)`` ``(C, C)`` and ``R[a, d] = Q_a . r_d / sqrt(e)`` ``(C, T)``, so the
-        softmax sums ``W[t, b] = sum_{j <= t, x_j = b} exp(score[t, j])`` are causal convolutions of
-        the one-hot tokens with ``exp(A[a, b] + R[a, .])``: one Toeplitz matmul, no ``T x T``
-        exponentials per sequence. The output is linear in ``[onehot(x_t), W[t] / sum_b W[t, b]]``::
-
-            h + W_O y = onehot(x_t) table + sum_{h, b} (W_h[t, b] / Z_h[t]) (W_O^h v_{h, b})
-
-        one ``(B T, C + heads C) x (C + heads C, width)`` matmul. Exact (same function and
-        gradients as :meth:`forward`). Returns ``None`` when the shifted exponentials could
-        underflow (the caller then takes the general path).
-        """
+        the first layer with relative positions and no active dropout), computed from ``C``-row
+        tables by :class:`sim.models.fused_layers.TokenOnlyAttention` (exact: same function and
+        gradients as :meth:`forward`). Returns ``None`` when its shifted exponentials could
+        underflow; the caller then takes the general path."""
         B, T = tokens.shape
-        C, nh, e = table.shape[0], self.heads, self.e
-        q, k, v = (z.view(C, nh, e).transpose(0, 1) for z in self._qkv(self.ln_att(table)))  # (nh, C, e)
-        A = q @ k.transpose(-1, -2)  # (nh, C, C): [a, b] = q_a . k_b
-        R = q @ self.rel[:T].view(T, nh, e).permute(1, 2, 0)  # (nh, C, T): [a, d] = q_a . r_d
-        A = A - A.max(dim=-1, keepdim=True).values.detach()
-        R = R - R.max(dim=-1, keepdim=True).values.detach()
-        # the j = t term bounds each softmax sum from below: exp(A[a, a] + R[a, 0])
-        if float((A.diagonal(dim1=-2, dim2=-1) + R[..., 0]).detach().min()) < -60.0:
+        ln = self.ln_att
+        try:
+            out = TokenOnlyAttention.apply(tokens, table, ln.weight, ln.bias, self.Wq.weight, self.Wk.weight,
+                                           self.Wv.weight, self.Wo.weight, self.rel, self.heads, ln.eps)
+        except ExponentUnderflow:
             return None
-        t = torch.arange(T, device=tokens.device)
-        lag = t[:, None] - t[None, :]  # (T, T): t - j
-        toeplitz = (torch.exp(R)[..., lag.clamp(min=0)] * (lag >= 0)).reshape(nh * C, T, T)  # [(h, a), t, j]
-        onehot = F.one_hot(tokens.T, C).to(table.dtype)  # (T, B, C)
-        rhs = onehot.unsqueeze(0) * torch.exp(A).reshape(nh * C, 1, 1, C)  # [(h, a), j, n, b]: exp(A[a, b]) [x_j = b]
-        conv = torch.bmm(toeplitz, rhs.reshape(nh * C, T, B * C)).view(nh, C, T, B, C)  # W for query token a
-        idx = tokens.T.reshape(1, 1, T, B, 1).expand(nh, 1, T, B, C)
-        W = conv.gather(1, idx)[:, 0]  # (nh, T, B, C): a = x_t
-        feats = torch.cat([onehot, (W / W.sum(-1, keepdim=True)).permute(1, 2, 0, 3).reshape(T, B, nh * C)], dim=-1)
-        U = v @ self.Wo.weight.view(-1, nh, e).permute(1, 2, 0)  # (nh, C, w): W_O^h v_{h, b}
-        out = feats.transpose(0, 1).reshape(B * T, -1) @ torch.cat([table, U.reshape(nh * C, -1)])  # (B T, w)
         return self._mlp(out.view(B, T, -1))
 
 
