@@ -70,17 +70,17 @@ class AttentionSublayer(torch.autograd.Function):
         qkv = torch.mm(x, Wqkv.t()).view(B, T, 3, nh, e)
         q, k, v = (_heads(qkv[:, :, i], B, T, nh, e) for i in range(3))
         rrev = reversed_offsets(r.view(r.shape[0], nh, e), T)
-        y, patterns = attention_forward(q, k, v, rrev)  # (B nh, T, e)
+        y, saved = attention_forward(q, k, v, rrev)  # (B nh, T, e)
         y2 = _merge_heads(y, B, T, nh, e)
         out = torch.addmm(h.view(B * T, w), y2, Wo.t()).view(B, T, w)
-        ctx.save_for_backward(h, x, mean, rstd, ln_w, ln_b, Wqkv, Wo, qkv, y, y2, rrev, *patterns)
+        ctx.save_for_backward(h, x, mean, rstd, ln_w, ln_b, Wqkv, Wo, qkv, y, y2, rrev, *saved)
         ctx.shape = (B, T, w, nh, e, r.shape)
         return out
 
     @staticmethod
     @once_differentiable  # the attention backward writes into reused buffers
     def backward(ctx, dout):
-        h, x, mean, rstd, ln_w, ln_b, Wqkv, Wo, qkv, y, y2, rrev, *patterns = ctx.saved_tensors
+        h, x, mean, rstd, ln_w, ln_b, Wqkv, Wo, qkv, y, y2, rrev, *saved = ctx.saved_tensors
         B, T, w, nh, e, r_shape = ctx.shape
         dout2 = dout.reshape(B * T, w)
         dWo = dout2.t() @ y2
@@ -89,10 +89,10 @@ class AttentionSublayer(torch.autograd.Function):
         q, k, v = (_heads(qkv[:, :, i], B, T, nh, e) for i in range(3))
         dqkv = torch.empty(B, T, 3, nh, e, dtype=h.dtype, device=h.device)
         if nh == 1:  # the attention writes into views of one buffer
-            drrev = attention_backward(q, k, v, rrev, y, patterns, dy, *(dqkv[:, :, i, 0] for i in range(3)))
+            drrev = attention_backward(q, k, v, rrev, y, saved, dy, *(dqkv[:, :, i, 0] for i in range(3)))
         else:
             grads = [torch.empty(B * nh, T, e, dtype=h.dtype, device=h.device) for _ in range(3)]
-            drrev = attention_backward(q, k, v, rrev, y, patterns, dy, *grads)
+            drrev = attention_backward(q, k, v, rrev, y, saved, dy, *grads)
             for i, g in enumerate(grads):
                 dqkv[:, :, i] = g.view(B, nh, T, e).transpose(1, 2)
         dqkv2 = dqkv.view(B * T, 3 * w)

@@ -89,23 +89,24 @@ def _blocks(BH: int, T: int) -> list[tuple[int, int]]:
 def attention_forward(q: Tensor, k: Tensor, v: Tensor, rrev: Tensor) -> tuple[Tensor, list[Tensor]]:
     """Forward of :class:`RelativeAttention` on ``(BH, T, e)`` inputs (any strides with the last
     dimension contiguous) and the offsets in reverse order ``rrev`` ``(nh, T, e)``,
-    ``rrev[h, c] = r_{T-1-c, h}``. Returns ``y`` ``(BH, T, e)`` and the pattern of each query block."""
+    ``rrev[h, c] = r_{T-1-c, h}``. Returns ``y`` ``(BH, T, e)`` and, per query block, its pattern
+    ``P`` and its queries (contiguous, which the backward's offset gradient needs as one matrix)."""
     BH, T, e = q.shape
     nh = rrev.shape[0]
     bias = _causal_bias(T, q)
     y = torch.empty(BH, T, e, dtype=q.dtype, device=q.device)
-    patterns = []
+    saved = []
     for t0, t1 in _blocks(BH, T):
         qb = q[:, t0:t1].contiguous()  # (BH, Tb, e)
         M = _matmul_heads(qb, rrev[:, T - t1:].transpose(1, 2), nh)  # (BH, Tb, t1): [t, c] = q_t . r_{t1-1-c}
         s = torch.baddbmm(_skew(M, t0), qb, k[:, :t1].transpose(1, 2)).add_(bias[t0:t1, :t1])
         P = torch.softmax(s, dim=-1)  # (BH, Tb, t1)
         y[:, t0:t1] = torch.bmm(P, v[:, :t1])
-        patterns.append(P)
-    return y, patterns
+        saved += [P, qb]
+    return y, saved
 
 
-def attention_backward(q: Tensor, k: Tensor, v: Tensor, rrev: Tensor, y: Tensor, patterns: list[Tensor],
+def attention_backward(q: Tensor, k: Tensor, v: Tensor, rrev: Tensor, y: Tensor, saved: list[Tensor],
                        dy: Tensor, dq: Tensor, dk: Tensor, dv: Tensor) -> Tensor:
     """Backward of :func:`attention_forward`: writes the gradients of ``q, k, v`` into ``dq, dk, dv``
     (``(BH, T, e)``, any strides with the last dimension contiguous, e.g. views of one buffer)
@@ -115,9 +116,10 @@ def attention_backward(q: Tensor, k: Tensor, v: Tensor, rrev: Tensor, y: Tensor,
     nh = rrev.shape[0]
     drrev = torch.zeros_like(rrev)  # (nh, T, e)
     rowsum = (dy * y).sum(-1, keepdim=True)  # (BH, T, 1) = sum_j P[t, j] dP[t, j]
-    for (t0, t1), P in reversed(list(zip(_blocks(BH, T), patterns))):
+    blocks = _blocks(BH, T)
+    for (t0, t1), P, qb in reversed(list(zip(blocks, saved[0::2], saved[1::2]))):
         Tb = t1 - t0
-        qb, dyb = q[:, t0:t1].contiguous(), dy[:, t0:t1].contiguous()
+        dyb = dy[:, t0:t1]
         dS, dM = _gradient_buffers(BH, t0, t1, q)
         dvb = torch.bmm(P.transpose(1, 2), dyb)
         dP = torch.bmm(dyb, v[:, :t1].transpose(1, 2)).sub_(rowsum[:, t0:t1])
@@ -163,17 +165,17 @@ class RelativeAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, r: Tensor) -> Tensor:
         rrev = reversed_offsets(r, q.shape[1])
-        y, patterns = attention_forward(q, k, v, rrev)
-        ctx.save_for_backward(q, k, v, rrev, y, *patterns)
+        y, saved = attention_forward(q, k, v, rrev)
+        ctx.save_for_backward(q, k, v, rrev, y, *saved)
         ctx.r_shape = r.shape
         return y
 
     @staticmethod
     @once_differentiable  # the backward writes into reused buffers: not differentiable again
     def backward(ctx, dy: Tensor):
-        q, k, v, rrev, y, *patterns = ctx.saved_tensors
+        q, k, v, rrev, y, *saved = ctx.saved_tensors
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        drrev = attention_backward(q, k, v, rrev, y, patterns, dy.contiguous(), dq, dk, dv)
+        drrev = attention_backward(q, k, v, rrev, y, saved, dy.contiguous(), dq, dk, dv)
         return dq, dk, dv, offsets_gradient(drrev, ctx.r_shape)
 
 
