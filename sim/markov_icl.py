@@ -59,6 +59,7 @@ __all__ = [
     "draw_chains",
     "stationary_laws",
     "fresh_sequences",
+    "batch_sampler",
     "sample_sequences",
     "predict",
     "predict_uniform",
@@ -522,7 +523,10 @@ class _Evaluator:
 PREFETCH = 16
 
 
-def _batch_sampler(spec: MarkovRunSpec, P, mu):
+def batch_sampler(spec: MarkovRunSpec, P=None, mu=None) -> Callable[[], np.ndarray]:
+    """``sample() -> (batch, N + 1)`` training sequences of ``spec`` (drawn ``PREFETCH`` batches at
+    a time from the seed's ``data`` stream): from the chains ``P`` with stationary laws ``mu``, or
+    from a fresh chain per sequence when ``spec.K == "inf"`` (then ``P, mu`` are unused)."""
     rng = np.random.default_rng(_seed_for(spec.seed, "data"))
     n = spec.batch * PREFETCH
     if spec.K == "inf":
@@ -572,7 +576,7 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         if spec.K != "inf":
             P, mu = draw_chains(spec.C, spec.K, alpha=spec.alpha, chain_seed=spec.chains, prior=_prior(spec))
         evaluator = _Evaluator(spec, P, mu, device)
-        sample = _batch_sampler(spec, P, mu)
+        sample = batch_sampler(spec, P, mu)
         gen = torch.Generator().manual_seed(_seed_for(spec.seed, "init"))
         model = MarkovLM(spec.model_config(), generator=gen).to(device)
         decayed, rest = model.decay_groups()
