@@ -182,8 +182,7 @@ class TokenOnlyAttention(torch.autograd.Function):
         if float((A.diagonal(dim1=-2, dim2=-1) + R[..., 0]).min()) < -60.0:
             raise ExponentUnderflow
         eA, eR = A.exp_(), R.exp_()
-        # Toeplitz Tz[a, t, j] = exp(R[a, t - j]) (0 for j > t): the Hankel windows of [reversed eR, 0...], flipped in t
-        Tz = torch.cat([eR.flip(-1), eR.new_zeros(nh, C, T - 1)], dim=-1).unfold(-1, T, 1).flip(-2)  # (nh, C, T, T)
+        Tz = _causal_toeplitz(eR)  # (nh, C, T, T): [a, t, j] = exp(R[a, t - j])
         xT = tokens.t()  # (T, B)
         O = (xT.unsqueeze(1) == torch.arange(C, device=E.device).view(1, C, 1)).to(E.dtype).contiguous()  # (T, C, B) one-hot
         N = (Tz.reshape(nh * C, T, T) @ O.view(T, C * B)).view(nh, C, T, C, B)  # [a, t, b, n]
@@ -235,6 +234,14 @@ class TokenOnlyAttention(torch.autograd.Function):
         dr[:T] = drh.transpose(0, 1).reshape(T, w)
         dWq, dWk, dWv = dWqkv.split(w)
         return None, dE, dln_w, dln_b, dWq * (1.0 / math.sqrt(e)), dWk, dWv, dWo, dr, None, None
+
+
+def _causal_toeplitz(kernel: Tensor) -> Tensor:
+    """``(..., T)`` -> ``(..., T, T)``, ``out[..., t, j] = kernel[..., t - j]`` for ``j <= t``, else 0:
+    the length-``T`` windows of ``[reversed kernel, 0 ... 0]`` (a Hankel matrix), flipped in ``t``."""
+    T = kernel.shape[-1]
+    padded = torch.cat([kernel.flip(-1), kernel.new_zeros(*kernel.shape[:-1], T - 1)], dim=-1)
+    return padded.unfold(-1, T, 1).flip(-2)
 
 
 def _padded(n: int, T: int, dtype, device) -> Tensor:

@@ -6,6 +6,7 @@ import torch
 
 import sim.models.relative_attention as ra
 from sim.models import run_with_cache
+from sim.models.fused_layers import AttentionSublayer, LogitLoss, TokenOnlyAttention
 from sim.models.markov_lm import MarkovLM, MarkovLMConfig
 from sim.models.relative_attention import relative_attention, relative_attention_reference, relative_scores
 
@@ -197,3 +198,47 @@ def test_double_backward_is_refused_not_silently_wrong():
     (gq,) = torch.autograd.grad(y.sum(), q, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|does not require grad|trying to differentiate"):
         torch.autograd.grad(gq.sum(), q)
+
+
+def _block_args(cfg, seed):
+    model = _perturbed(cfg, seed)
+    block = model.blocks[0]
+    ln = block.ln_att
+    return model, [ln.weight, ln.bias, block.Wq.weight, block.Wk.weight, block.Wv.weight, block.Wo.weight, block.rel]
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_fused_functions_pass_gradcheck(small_blocks, heads):
+    cfg = MarkovLMConfig(vocab=3, width=4, heads=heads, mlp=False, max_len=6)
+    model, params = _block_args(cfg, seed=7)
+    tokens = torch.randint(0, 3, (2, 5), generator=torch.Generator().manual_seed(8))
+    h = torch.randn(2, 5, 4, dtype=torch.float64, requires_grad=True)
+    targets = torch.randint(0, 3, (10,), generator=torch.Generator().manual_seed(9))
+    eps = model.blocks[0].ln_att.eps
+    assert torch.autograd.gradcheck(lambda h, *p: AttentionSublayer.apply(h, *p, heads, eps), (h, *params))
+    assert torch.autograd.gradcheck(lambda E, *p: TokenOnlyAttention.apply(tokens, E, *p, heads, eps),
+                                    (model.embed.weight, *params))
+    ln, U = model.ln_f, model.unembed.weight
+    assert torch.autograd.gradcheck(lambda h, w, b, U: LogitLoss.apply(h, w, b, U, targets, eps),
+                                    (h.view(10, 4), ln.weight, ln.bias, U))
+
+
+def test_causal_toeplitz_is_the_lagged_kernel():
+    import sim.models.fused_layers as fl
+
+    kernel = torch.arange(1.0, 5.0).view(1, 4)
+    want = torch.tensor([[1.0, 0, 0, 0], [2, 1, 0, 0], [3, 2, 1, 0], [4, 3, 2, 1]])
+    assert torch.equal(fl._causal_toeplitz(kernel)[0], want)
+
+
+def test_the_token_only_comparison_sees_a_shifted_toeplitz(monkeypatch):
+    """The fast-vs-plain comparison can fail: offsets read one step late in the first layer."""
+    import sim.models.fused_layers as fl
+
+    model = _perturbed(CONFIGS["E main (C=2, attention only)"])
+    x = torch.randint(0, 2, (3, 12), generator=torch.Generator().manual_seed(10))
+    y_ref, _ = _output_and_grads(model, x, fast=False)
+    right = fl._causal_toeplitz
+    monkeypatch.setattr(fl, "_causal_toeplitz", lambda k: torch.nn.functional.pad(right(k), (1, 0))[..., :-1])
+    y, _ = _output_and_grads(model, x, fast=True)
+    assert not torch.allclose(y, y_ref, atol=1e-3)
