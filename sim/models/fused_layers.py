@@ -1,18 +1,19 @@
-"""Hand-written forward and backward passes for two pieces of :class:`sim.models.markov_lm.MarkovLM`,
-each one autograd node instead of a dozen or more (the model's training step at Edelman et
-al.'s sizes is dominated by per-operation overhead, not arithmetic):
+"""Hand-written forward and backward passes for three pieces of :class:`sim.models.markov_lm.MarkovLM`,
+each one autograd node instead of a dozen or more. At Edelman et al.'s sizes (width 16, two
+states) a training step is made of many small operations, and PyTorch's kernels are slow along
+rows as short as 16 or 2, so the layout of each array matters as much as the arithmetic:
 
 * :class:`AttentionSublayer`: the pre-LayerNorm relative-position attention sublayer with its
-  residual, ``h + W_O Att(LN(h))``;
+  residual, ``h + W_O Att(LN(h))``. The gradients of ``q, k, v`` go straight into one buffer, so
+  the three projection gradients are one matmul;
 * :class:`LogitLoss`: the final LayerNorm, the unembedding and the mean cross-entropy,
   ``mean_i -log softmax(U LN(h_i))[y_i]``;
 * :class:`TokenOnlyAttention`: the first attention layer when its input is the token embedding
   alone, computed from ``C``-row tables and one Toeplitz matmul.
 
-Both compute the same function as the plain autograd modules (tested in float64 against them,
-values and every parameter's gradient, in ``tests/sim/models``). Their backward passes call
-PyTorch's own LayerNorm backward kernel and write the gradients of ``q, k, v`` straight into
-one buffer, so the three projection gradients are one matmul. Like
+All three compute the same function as the plain autograd modules: tests hold values and every
+parameter's gradient to them in float64, and pass ``gradcheck`` (``tests/sim/models``). The
+backward passes use PyTorch's own LayerNorm backward kernel. Like
 :class:`sim.models.relative_attention.RelativeAttention` they are ``once_differentiable``.
 """
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _layer_norm(h: Tensor, weight: Tensor, bias: Tensor, eps: float) -> tuple[Te
     ``torch.native_layer_norm`` returns them (``mean, rstd`` ``(N, 1)``), for its backward kernel.
 
     The row means are matmuls with ``1 / w``: for rows as short as the models' widths (16) that
-    is about twice as fast as the fused kernel, whose per-row reductions dominate there.
+    took 127 µs against the fused kernel's 268 µs at ``(6400, 16)``, measured alone on one thread.
     Two-pass variance, as the kernel's."""
     w = h.shape[-1]
     avg = torch.full((w, 1), 1.0 / w, dtype=h.dtype, device=h.device)
@@ -111,7 +112,8 @@ class LogitLoss(torch.autograd.Function):
     ``h`` ``(N, w)``, ``U`` ``(C, w)`` (the unembedding, no bias), ``targets`` ``(N,)`` in ``0..C-1``:
     ``F.cross_entropy(F.linear(F.layer_norm(h, ...), U), targets)`` in one node. The logits are
     kept as ``(C, N)`` (``U LN(h)^T``): with few states the GEMM then writes long rows, and the
-    log-sum-exp reduces over the outer dimension, both much faster than along rows of ``C``.
+    log-sum-exp reduces over the outer dimension (at ``N = 6400, C = 2``, measured alone: GEMM
+    50 against 184 µs, log-softmax 77 against 176 µs).
     """
 
     @staticmethod

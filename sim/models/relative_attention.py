@@ -19,7 +19,12 @@ with a hand-written backward and far fewer ``T x T`` passes:
 * backward uses ``rowsum(P * dP) = rowsum(dY * y)`` (an ``O(T e)`` reduction, as in
   FlashAttention) and writes ``dS = P * (dP - rowsum)`` once, into a zeroed buffer laid out so
   that ``dM[t, c] = dS[t, c + t - (t1-1)]`` is another strided view of it: the gradients of
-  the offsets are then one matmul, with no scatter.
+  the offsets are then one matmul, with no scatter. The blocks go last first, so the last
+  block, which sees every key, writes ``dk, dv`` instead of adding to zeros.
+
+:func:`attention_forward` and :func:`attention_backward` are that core on flattened heads; the
+fused attention sublayer (:mod:`sim.models.fused_layers`) calls them with ``q, k, v`` read as
+strided views of one projection buffer and its gradients written into views of another.
 
 Both need ``T`` at most the number of offsets. Exactness against the reference (values and
 gradients, including ``torch.autograd.gradcheck``) is tested in ``tests/sim/models``.
@@ -33,7 +38,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-__all__ = ["relative_scores", "relative_attention_reference", "RelativeAttention", "relative_attention"]
+__all__ = ["relative_scores", "relative_attention_reference", "RelativeAttention", "relative_attention",
+           "attention_forward", "attention_backward", "reversed_offsets", "offsets_gradient"]
 
 
 def relative_scores(q: Tensor, r: Tensor) -> Tensor:
