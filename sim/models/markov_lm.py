@@ -95,7 +95,8 @@ class _Block(nn.Module):
         self.scores = HookPoint()
         self.pattern = HookPoint()
         self.drop = nn.Dropout(cfg.dropout)
-        #: Use the fused relative attention (:mod:`sim.models.relative_attention`) when nothing observes it.
+        #: Run the attention sublayer as one fused node (:class:`sim.models.fused_layers.AttentionSublayer`)
+        #: when it has relative positions, nothing observes it and dropout is off.
         self.fused = True
         if cfg.mlp:
             self.ln_mlp = nn.LayerNorm(w)

@@ -122,8 +122,7 @@ def attention_backward(q: Tensor, k: Tensor, v: Tensor, rrev: Tensor, y: Tensor,
     nh = rrev.shape[0]
     drrev = torch.zeros_like(rrev)  # (nh, T, e)
     rowsum = (dy * y).sum(-1, keepdim=True)  # (BH, T, 1) = sum_j P[t, j] dP[t, j]
-    blocks = _blocks(BH, T)
-    for (t0, t1), P, qb in reversed(list(zip(blocks, saved[0::2], saved[1::2]))):
+    for (t0, t1), P, qb in reversed(list(zip(_blocks(BH, T), saved[0::2], saved[1::2]))):
         Tb = t1 - t0
         dyb = dy[:, t0:t1]
         dS, dM = _gradient_buffers(BH, t0, t1, q)

@@ -97,6 +97,11 @@ def _loss_and_grads(model, x, fast: bool):
     return loss.detach(), [p.grad.clone() for p in model.parameters()]
 
 
+def _assert_same_gradients(model, grads, grads_ref):
+    for (n, _), a, b in zip(model.named_parameters(), grads, grads_ref):
+        assert torch.allclose(a, b, rtol=1e-9, atol=1e-9), n
+
+
 CONFIGS = {
     "E main (C=2, attention only)": MarkovLMConfig(vocab=2, width=16, mlp=False, max_len=20),
     "G (C=3, MLP, 2 heads)": MarkovLMConfig(vocab=3, width=8, heads=2, max_len=20),
@@ -112,8 +117,7 @@ def test_fast_paths_match_the_plain_model(small_blocks, name):
     y, grads = _output_and_grads(model, x, fast=True)
     y_ref, grads_ref = _output_and_grads(model, x, fast=False)
     assert torch.allclose(y, y_ref, atol=1e-10)
-    for (n, _), a, b in zip(model.named_parameters(), grads, grads_ref):
-        assert torch.allclose(a, b, rtol=1e-9, atol=1e-9), n
+    _assert_same_gradients(model, grads, grads_ref)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -123,8 +127,7 @@ def test_fused_loss_matches_cross_entropy_of_the_plain_model(small_blocks, name)
     loss, grads = _loss_and_grads(model, x, fast=True)
     loss_ref, grads_ref = _loss_and_grads(model, x, fast=False)
     assert torch.allclose(loss, loss_ref, atol=1e-12)
-    for (n, _), a, b in zip(model.named_parameters(), grads, grads_ref):
-        assert torch.allclose(a, b, rtol=1e-9, atol=1e-9), n
+    _assert_same_gradients(model, grads, grads_ref)
 
 
 def test_the_loss_comparison_sees_a_shifted_target():
