@@ -112,8 +112,8 @@ CONFIGS = {
 
 # what is compared: (function of model, tokens, fast) -> (value, gradients), sequence length, data seed, tolerance
 COMPARED = {
-    "logits, gradients of sum(logits^2)": (lambda m, x, fast: _output_and_grads(m, x, fast), 15, 1, 1e-10),
-    "fused loss vs cross-entropy, gradients": (lambda m, x, fast: _loss_and_grads(m, x, fast), 16, 5, 1e-12),
+    "logits, gradients of sum(logits^2)": (_output_and_grads, 15, 1, 1e-10),
+    "fused loss vs cross-entropy, gradients": (_loss_and_grads, 16, 5, 1e-12),
 }
 
 
