@@ -21,12 +21,15 @@ Two comparisons:
   it. Seeds need very different numbers of steps (600 to 1,250 here), so every seed is a row and
   the summary row is the median over seeds, with the slowest seed named.
 * in the same process: a training step of the fast paths (token-only first layer, fused
-  attention sublayer, fused loss head) against the plain autograd composition of the same model,
-  alternating rounds of 25 steps so that the machine's drift hits both alike.
+  attention sublayer, fused loss head) with the C cores of :mod:`sim.models.native`, the same
+  fast paths with their PyTorch cores (``ICL_VERIFY_NATIVE=0``), and the plain autograd
+  composition of the same model, in alternating rounds of 25 steps so that the machine's drift
+  hits all three alike.
 """
 from __future__ import annotations
 
 import importlib
+import os
 import time
 
 import numpy as np
@@ -38,7 +41,7 @@ from sim.claims.edelman import _E_MAIN
 from sim.markov_icl import MarkovRunSpec, batch_sampler, train_markov
 from sim.models.markov_lm import MarkovLM
 
-__all__ = ["REFERENCE_STEPS", "REFERENCE_S", "SEEDS", "time_to_bigram", "step_times", "run"]
+__all__ = ["REFERENCE_STEPS", "REFERENCE_S", "SEEDS", "VARIANTS", "time_to_bigram", "step_times", "run"]
 
 REFERENCE_STEPS = 1300  # issue #6: their published code, one thread, this machine
 REFERENCE_S = 84.0
@@ -59,20 +62,26 @@ def time_to_bigram(seed: int = 0, *, steps: int = 4000, eval_every: int = 25) ->
             "kl_unigram": kl["unigram"][-1], "threads": rec["timing"]["torch_threads"]}
 
 
-def _set_fast(model, fast: bool) -> None:
+#: the step variants step_times compares: (fast paths, C cores)
+VARIANTS = {"native": (True, True), "pytorch cores": (True, False), "plain": (False, False)}
+
+
+def _set_variant(model, variant: str) -> None:
+    fast, native_on = VARIANTS[variant]
+    os.environ["ICL_VERIFY_NATIVE"] = "1" if native_on else "0"
     model.fast_first_layer = model.fused_loss = fast
     for block in model.blocks:
         block.fused = fast
 
 
 def step_times(seed: int = 0, *, rounds: int = 8, steps: int = 25) -> dict:
-    """Median ms per training step (batch sampling, forward, backward, AdamW) of the fast paths and
-    of the plain autograd model, in alternating rounds on one model; and the largest difference of
-    their logits on one batch after those steps (the same function)."""
+    """Median ms per training step (batch sampling, forward, backward, AdamW) of each of
+    :data:`VARIANTS`, in alternating rounds on one model; and the largest difference of the
+    logits of the fast paths (C cores) and the plain model on one batch after those steps."""
     importlib.import_module("torch._dynamo")
     keep_freed_memory()
     spec = MarkovRunSpec.from_dict({**_E_MAIN, "seed": seed, "steps": 1, "threads": 1})
-    old_threads = torch.get_num_threads()
+    old_threads, old_native = torch.get_num_threads(), os.environ.get("ICL_VERIFY_NATIVE")
     torch.set_num_threads(1)
     try:
         sample = batch_sampler(spec)
@@ -87,26 +96,31 @@ def step_times(seed: int = 0, *, rounds: int = 8, steps: int = 25) -> dict:
             opt.step()
             float(loss.detach())
 
-        ms = {True: [], False: []}
+        ms = {v: [] for v in VARIANTS}
+        order = list(VARIANTS)
         for r in range(rounds):
-            for fast in ((True, False) if r % 2 else (False, True)):
-                _set_fast(model, fast)
+            for variant in order[r % 3:] + order[:r % 3]:  # rotate who goes first
+                _set_variant(model, variant)
                 step()  # warm
                 t0 = time.perf_counter()
                 for _ in range(steps):
                     step()
-                ms[fast].append(1e3 * (time.perf_counter() - t0) / steps)
+                ms[variant].append(1e3 * (time.perf_counter() - t0) / steps)
         x = torch.as_tensor(sample())[:, :-1]
         logits = {}
-        for fast in (True, False):  # after training, away from the near-uniform start
-            _set_fast(model, fast)
+        for variant in ("native", "plain"):  # after training, away from the near-uniform start
+            _set_variant(model, variant)
             with torch.no_grad():
-                logits[fast] = model(x)
+                logits[variant] = model(x)
     finally:
         torch.set_num_threads(old_threads)
-    return {"fast_ms": float(np.median(ms[True])), "plain_ms": float(np.median(ms[False])),
-            "ratio": float(np.median(np.array(ms[False]) / np.array(ms[True]))),
-            "logit_diff": float((logits[True] - logits[False]).abs().max()), "steps": rounds * steps}
+        if old_native is None:
+            os.environ.pop("ICL_VERIFY_NATIVE", None)
+        else:
+            os.environ["ICL_VERIFY_NATIVE"] = old_native
+    med = {v: float(np.median(t)) for v, t in ms.items()}
+    return {"ms": med, "ratio": float(np.median(np.array(ms["plain"]) / np.array(ms["native"]))),
+            "logit_diff": float((logits["native"] - logits["plain"]).abs().max()), "steps": rounds * steps}
 
 
 def run(*, quick: bool = False, repeats: int = 3) -> list[BenchRow]:
@@ -133,9 +147,11 @@ def run(*, quick: bool = False, repeats: int = 3) -> list[BenchRow]:
               f"{target:.1f} s (a fifth of {REFERENCE_S:.0f} s: their published code, ~{REFERENCE_STEPS} steps, "
               f"issue #6's figures, not run here); slowest: seed {slowest}, {times[slowest]:.1f} s")))
     st = step_times(rounds=4 if quick else 8)
+    ms = st["ms"]
     rows.append(BenchRow(
-        "E main config: one training step, fast paths vs plain autograd (same process)", st["fast_ms"] / 1e3,
-        st["plain_ms"] / 1e3, st["logit_diff"], 1e-4,
-        note=(f"{st['fast_ms']:.1f} vs {st['plain_ms']:.1f} ms per step, medians of alternating rounds "
-              f"({st['steps']} steps each); their code: ~{1e3 * REFERENCE_S / REFERENCE_STEPS:.0f} ms per step")))
+        "E main config: one training step, fast paths with C cores vs plain autograd (same process)",
+        ms["native"] / 1e3, ms["plain"] / 1e3, st["logit_diff"], 1e-4,
+        note=(f"{ms['native']:.1f} ms (C cores) vs {ms['pytorch cores']:.1f} ms (fast paths, PyTorch cores) vs "
+              f"{ms['plain']:.1f} ms (plain), medians of alternating rounds ({st['steps']} steps each); "
+              f"their code: ~{1e3 * REFERENCE_S / REFERENCE_STEPS:.0f} ms per step")))
     return rows

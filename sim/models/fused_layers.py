@@ -9,7 +9,9 @@ rows as short as 16 or 2, so the layout of each array matters as much as the ari
 * :class:`LogitLoss`: the final LayerNorm, the unembedding and the mean cross-entropy,
   ``mean_i -log softmax(U LN(h_i))[y_i]``;
 * :class:`TokenOnlyAttention`: the first attention layer when its input is the token embedding
-  alone, computed from ``C``-row tables and one Toeplitz matmul.
+  alone, computed from ``C``-row tables and one Toeplitz matmul; on the CPU at one torch thread
+  its core (the softmax sums per key type, forward and backward) runs in C instead
+  (``csrc/token_attention.c``, built by :mod:`sim.models.native`).
 
 All three compute the same function as the plain autograd modules: tests hold values and every
 parameter's gradient to them in float64, and pass ``gradcheck`` (``tests/sim/models``). The
@@ -18,12 +20,14 @@ backward passes use PyTorch's own LayerNorm backward kernel. Like
 """
 from __future__ import annotations
 
+import ctypes
 import math
 
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from . import native
 from .relative_attention import attention_backward, attention_forward, offsets_gradient, reversed_offsets
 
 __all__ = ["AttentionSublayer", "LogitLoss", "TokenOnlyAttention", "ExponentUnderflow"]
@@ -184,45 +188,54 @@ class TokenOnlyAttention(torch.autograd.Function):
         if float((A.diagonal(dim1=-2, dim2=-1) + R[..., 0]).min()) < -60.0:
             raise ExponentUnderflow
         eA, eR = A.exp_(), R.exp_()
-        Tz = _causal_toeplitz(eR)  # (nh, C, T, T): [a, t, j] = exp(R[a, t - j])
-        xT = tokens.t()  # (T, B)
-        O = (xT.unsqueeze(1) == torch.arange(C, device=E.device).view(1, C, 1)).to(E.dtype).contiguous()  # (T, C, B) one-hot
-        N = (Tz.reshape(nh * C, T, T) @ O.view(T, C * B)).view(nh, C, T, C, B)  # [a, t, b, n]
-        G = N.gather(1, xT.view(1, 1, T, 1, B).expand(nh, 1, T, C, B))[:, 0]  # (nh, T, C, B): a = x_t
-        eAx = eA.transpose(1, 2)[:, :, xT].transpose(1, 2)  # (nh, T, C, B): exp(A[x_t, b])
-        W = eAx * G
-        Z = W.sum(2, keepdim=True)
-        Wn = W / Z  # (nh, T, C, B): attention weight on key type b
         U = (V @ Wo.view(w, nh, e).permute(1, 2, 0)).reshape(nh * C, w)  # [(h, b)]: W_O^h v_{h, b}
-        Wf = Wn.permute(3, 1, 0, 2).reshape(B * T, nh * C)  # rows (n, t)
+        lib = _native_token_core(E)
+        if lib is not None:  # the same core in C: Wf, G (B T, nh C) and Z (B T, nh)
+            Wf, G, Z = _native_token_forward(lib, tokens, eA, eR)
+            core = (G, Z)
+        else:
+            Tz = _causal_toeplitz(eR)  # (nh, C, T, T): [a, t, j] = exp(R[a, t - j])
+            xT = tokens.t()  # (T, B)
+            O = (xT.unsqueeze(1) == torch.arange(C, device=E.device).view(1, C, 1)).to(E.dtype).contiguous()  # (T, C, B) one-hot
+            N = (Tz.reshape(nh * C, T, T) @ O.view(T, C * B)).view(nh, C, T, C, B)  # [a, t, b, n]
+            G = N.gather(1, xT.view(1, 1, T, 1, B).expand(nh, 1, T, C, B))[:, 0]  # (nh, T, C, B): a = x_t
+            eAx = eA.transpose(1, 2)[:, :, xT].transpose(1, 2)  # (nh, T, C, B): exp(A[x_t, b])
+            W = eAx * G
+            Z = W.sum(2, keepdim=True)
+            Wn = W / Z  # (nh, T, C, B): attention weight on key type b
+            Wf = Wn.permute(3, 1, 0, 2).reshape(B * T, nh * C)  # rows (n, t)
+            core = (O, G, eAx, Wn, Z)
         out = torch.addmm(E.index_select(0, tokens.reshape(-1)), Wf, U)  # (B T, w): E[x_t] + attention
-        ctx.save_for_backward(tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, O, G, eAx, Wn, Z,
-                              Wf, U)
+        ctx.save_for_backward(tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, Wf, U, *core)
+        ctx.native = lib is not None
         ctx.heads, ctx.eps, ctx.r_shape = heads, eps, r.shape
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dout):
-        (tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, O, G, eAx, Wn, Z,
-         Wf, U) = ctx.saved_tensors
+        tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, Wf, U, *core = ctx.saved_tensors
         B, T = tokens.shape
         C, w = E.shape
         nh = ctx.heads
         e = w // nh
         dout = dout.reshape(B * T, w)
         dU = (Wf.t() @ dout).view(nh, C, w)
-        dWn = (U @ dout.t()).view(nh, C, B, T).permute(0, 3, 1, 2).contiguous()  # (nh, T, C, B); wide output GEMM
         Woh = Wo.view(w, nh, e).permute(1, 2, 0)  # (nh, e, w)
         dV = dU @ Woh.transpose(1, 2)  # (nh, C, e)
         dWo = (V.transpose(1, 2) @ dU).permute(2, 0, 1).reshape(w, w)
-        dW = (dWn - (dWn * Wn).sum(2, keepdim=True)) / Z  # through W / sum_b W
-        deA = torch.einsum("tan,htbn->hab", O, dW * G)  # (nh, C, C): sum over positions with x_t = a
-        dN = (dW * eAx).unsqueeze(1) * O.transpose(0, 1).unsqueeze(2)  # (nh, C, T, C, B): [x_t = a] dG[t, b, n]
-        dTz = _padded(nh * C, T, dtype=E.dtype, device=E.device)
-        dTz[:, :T * T].view(nh * C, T, T).copy_(dN.reshape(nh * C, T, C * B) @ O.view(T, C * B).t())  # [a, t, j]
-        # d exp(R)[a, d] = sum_t dTz[a, t, t - d]: flat index d T + u (T + 1) for u = t - d; u > T-1-d lands in the zero pad
-        deR = dTz.as_strided((nh * C, T, T), (2 * T * T, T, T + 1)).sum(-1).view(nh, C, T)
+        if ctx.native:
+            deA, deR = _native_token_backward(_native_token_core(E), tokens, eA, Wf, *core, dout @ U.t())
+        else:
+            O, G, eAx, Wn, Z = core
+            dWn = (U @ dout.t()).view(nh, C, B, T).permute(0, 3, 1, 2).contiguous()  # (nh, T, C, B); wide output GEMM
+            dW = (dWn - (dWn * Wn).sum(2, keepdim=True)) / Z  # through W / sum_b W
+            deA = torch.einsum("tan,htbn->hab", O, dW * G)  # (nh, C, C): sum over positions with x_t = a
+            dN = (dW * eAx).unsqueeze(1) * O.transpose(0, 1).unsqueeze(2)  # (nh, C, T, C, B): [x_t = a] dG[t, b, n]
+            dTz = _padded(nh * C, T, dtype=E.dtype, device=E.device)
+            dTz[:, :T * T].view(nh * C, T, T).copy_(dN.reshape(nh * C, T, C * B) @ O.view(T, C * B).t())  # [a, t, j]
+            # d exp(R)[a, d] = sum_t dTz[a, t, t - d]: flat index d T + u (T + 1) for u = t - d; u > T-1-d lands in the zero pad
+            deR = dTz.as_strided((nh * C, T, T), (2 * T * T, T, T + 1)).sum(-1).view(nh, C, T)
         dA, dR = deA * eA, deR * eR
         dQ = dA @ K + dR @ rh  # (nh, C, e)
         dK = dA.transpose(1, 2) @ Q
@@ -236,6 +249,60 @@ class TokenOnlyAttention(torch.autograd.Function):
         dr[:T] = drh.transpose(0, 1).reshape(T, w)
         dWq, dWk, dWv = dWqkv.split(w)
         return None, dE, dln_w, dln_b, dWq * (1.0 / math.sqrt(e)), dWk, dWv, dWo, dr, None, None
+
+
+_NATIVE_SUFFIX = {torch.float32: "_f32", torch.float64: "_f64"}
+
+
+#: argument types of each C core's entry points (sim/models/csrc/<core>.c), per scalar type
+_NATIVE_ARGS = {
+    "token_attention": {"token_attention_forward": [ctypes.c_int] * 4 + [ctypes.c_void_p] * 6,
+                        "token_attention_backward": [ctypes.c_int] * 4 + [ctypes.c_void_p] * 8},
+}
+
+
+def _native_core(name: str, like: Tensor):
+    """The C core ``csrc/<name>.c`` when it applies: CPU, float32/64, one torch thread, built; else ``None``."""
+    if like.device.type != "cpu" or like.dtype not in _NATIVE_SUFFIX or torch.get_num_threads() != 1:
+        return None
+    lib = native.load(name)
+    if lib is not None and not hasattr(lib, "_typed"):
+        for entry, argtypes in _NATIVE_ARGS[name].items():
+            for suffix in _NATIVE_SUFFIX.values():
+                getattr(lib, entry + suffix).argtypes = argtypes
+        lib._typed = True
+    return lib
+
+
+def _native_token_core(like: Tensor):
+    return _native_core("token_attention", like)
+
+
+def _native_call(fn, *args) -> None:
+    status = fn(*(a.data_ptr() if isinstance(a, Tensor) else a for a in args))
+    if status == 1:
+        raise ValueError("a token is outside 0..C-1, where C is the number of embedding rows")
+    if status:
+        raise MemoryError(f"{fn.__name__} could not allocate its buffers")
+
+
+def _native_token_forward(lib, tokens: Tensor, eA: Tensor, eR: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    B, T = tokens.shape
+    nh, C, _ = eA.shape
+    Wf, G = (torch.empty(B * T, nh * C, dtype=eA.dtype) for _ in range(2))
+    Z = torch.empty(B * T, nh, dtype=eA.dtype)
+    _native_call(getattr(lib, "token_attention_forward" + _NATIVE_SUFFIX[eA.dtype]), B, T, C, nh,
+                 tokens.contiguous().to(torch.int64), eA.contiguous(), eR.contiguous(), Wf, G, Z)
+    return Wf, G, Z
+
+
+def _native_token_backward(lib, tokens, eA, Wf, G, Z, dWf) -> tuple[Tensor, Tensor]:
+    B, T = tokens.shape
+    nh, C, _ = eA.shape
+    deA, deR = torch.empty_like(eA), torch.empty(nh, C, T, dtype=eA.dtype)
+    _native_call(getattr(lib, "token_attention_backward" + _NATIVE_SUFFIX[eA.dtype]), B, T, C, nh,
+                 tokens.contiguous().to(torch.int64), eA.contiguous(), Wf, G, Z, dWf.contiguous(), deA, deR)
+    return deA, deR
 
 
 def _causal_toeplitz(kernel: Tensor) -> Tensor:

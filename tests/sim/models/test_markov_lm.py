@@ -1,6 +1,7 @@
 """Tests of sim.models.markov_lm and sim.models.relative_attention: the fast paths (token-only
 first layer, fused relative attention) compute the same function and gradients as the plain
-autograd forms, on several shapes and with the query blocks forced small."""
+autograd forms, on several shapes and with the query blocks forced small; each with the C cores
+(sim.models.native) and with the PyTorch ones (the ``core`` fixture)."""
 import pytest
 import torch
 
@@ -22,6 +23,16 @@ def _causal(T):
     return torch.ones(T, T, dtype=torch.bool).triu(1).view(1, 1, T, T)
 
 
+@pytest.fixture(params=["native", "pytorch"])
+def core(request, monkeypatch):
+    """Run the test with the C cores (skipped where they cannot be built) and with the PyTorch ones.
+    The suite runs at one torch thread (tests/conftest.py), where the C cores apply."""
+    monkeypatch.setenv("ICL_VERIFY_NATIVE", "1" if request.param == "native" else "0")
+    if request.param == "native" and ra.native_core(torch.zeros(1, 1, 1, dtype=torch.float64)) is None:
+        pytest.skip("the native kernels cannot be built here")
+    return request.param
+
+
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Query blocks of 3: several blocks, a short last one, and gradient buffers reused across blocks."""
@@ -40,7 +51,7 @@ def test_relative_scores_are_q_dot_r_of_the_offset():
 
 @pytest.mark.parametrize("nh", [1, 2])
 @pytest.mark.parametrize("T", [1, 3, 7, 10])
-def test_fused_attention_matches_the_reference(small_blocks, nh, T):
+def test_fused_attention_matches_the_reference(core, small_blocks, nh, T):
     for seed in (1, 2):  # the second call reuses the gradient buffers of the first
         q, k, v, r = _qkvr(3, nh, T, 4, seed, n_offsets=T + 2)
         y = relative_attention(q, k, v, r[:T])
@@ -54,12 +65,12 @@ def test_fused_attention_matches_the_reference(small_blocks, nh, T):
 
 
 @pytest.mark.parametrize("nh", [1, 2])
-def test_fused_attention_gradcheck(small_blocks, nh):
+def test_fused_attention_gradcheck(core, small_blocks, nh):
     q, k, v, r = _qkvr(2, nh, 7, 3, seed=3)
     assert torch.autograd.gradcheck(lambda q, k, v, r: relative_attention(q, k, v, r), (q, k, v, r))
 
 
-def test_the_comparison_sees_a_wrong_offset(small_blocks):
+def test_the_comparison_sees_a_wrong_offset(core, small_blocks):
     """The reference comparison can fail: offsets shifted by one give a different function."""
     q, k, v, r = _qkvr(2, 1, 7, 3, seed=4, n_offsets=8)
     y = relative_attention(q, k, v, r[1:8])
@@ -119,7 +130,7 @@ COMPARED = {
 
 @pytest.mark.parametrize("what", list(COMPARED))
 @pytest.mark.parametrize("name", list(CONFIGS))
-def test_fast_paths_match_the_plain_model(small_blocks, name, what):
+def test_fast_paths_match_the_plain_model(core, small_blocks, name, what):
     run, T, seed, atol = COMPARED[what]
     model = _perturbed(CONFIGS[name])
     x = torch.randint(0, model.config.vocab, (5, T), generator=torch.Generator().manual_seed(seed))
@@ -210,7 +221,7 @@ def _block_args(cfg, seed):
 
 
 @pytest.mark.parametrize("heads", [1, 2])
-def test_fused_functions_pass_gradcheck(small_blocks, heads):
+def test_fused_functions_pass_gradcheck(core, small_blocks, heads):
     cfg = MarkovLMConfig(vocab=3, width=4, heads=heads, mlp=False, max_len=6)
     model, params = _block_args(cfg, seed=7)
     tokens = torch.randint(0, 3, (2, 5), generator=torch.Generator().manual_seed(8))
@@ -234,9 +245,11 @@ def test_causal_toeplitz_is_the_lagged_kernel():
 
 
 def test_the_token_only_comparison_sees_a_shifted_toeplitz(monkeypatch):
-    """The fast-vs-plain comparison can fail: offsets read one step late in the first layer."""
+    """The fast-vs-plain comparison can fail: offsets read one step late in the first layer
+    (of the PyTorch core; tests/sim/models/test_native.py perturbs the C core's inputs)."""
     import sim.models.fused_layers as fl
 
+    monkeypatch.setenv("ICL_VERIFY_NATIVE", "0")
     model = _perturbed(CONFIGS["E main (C=2, attention only)"])
     x = torch.randint(0, 2, (3, 12), generator=torch.Generator().manual_seed(10))
     y_ref, _ = _output_and_grads(model, x, fast=False)
