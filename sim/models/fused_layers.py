@@ -196,7 +196,8 @@ class TokenOnlyAttention(torch.autograd.Function):
         else:
             Tz = _causal_toeplitz(eR)  # (nh, C, T, T): [a, t, j] = exp(R[a, t - j])
             xT = tokens.t()  # (T, B)
-            O = (xT.unsqueeze(1) == torch.arange(C, device=E.device).view(1, C, 1)).to(E.dtype).contiguous()  # (T, C, B) one-hot
+            # (T, C, B) one-hot
+            O = (xT.unsqueeze(1) == torch.arange(C, device=E.device).view(1, C, 1)).to(E.dtype).contiguous()
             N = (Tz.reshape(nh * C, T, T) @ O.view(T, C * B)).view(nh, C, T, C, B)  # [a, t, b, n]
             G = N.gather(1, xT.view(1, 1, T, 1, B).expand(nh, 1, T, C, B))[:, 0]  # (nh, T, C, B): a = x_t
             eAx = eA.transpose(1, 2)[:, :, xT].transpose(1, 2)  # (nh, T, C, B): exp(A[x_t, b])
@@ -234,7 +235,8 @@ class TokenOnlyAttention(torch.autograd.Function):
             dN = (dW * eAx).unsqueeze(1) * O.transpose(0, 1).unsqueeze(2)  # (nh, C, T, C, B): [x_t = a] dG[t, b, n]
             dTz = _padded(nh * C, T, dtype=E.dtype, device=E.device)
             dTz[:, :T * T].view(nh * C, T, T).copy_(dN.reshape(nh * C, T, C * B) @ O.view(T, C * B).t())  # [a, t, j]
-            # d exp(R)[a, d] = sum_t dTz[a, t, t - d]: flat index d T + u (T + 1) for u = t - d; u > T-1-d lands in the zero pad
+            # d exp(R)[a, d] = sum_t dTz[a, t, t - d]: flat index d T + u (T + 1) for u = t - d;
+            # u > T-1-d lands in the zero pad
             deR = dTz.as_strided((nh * C, T, T), (2 * T * T, T, T + 1)).sum(-1).view(nh, C, T)
         dA, dR = deA * eA, deR * eR
         dQ = dA @ K + dR @ rh  # (nh, C, e)
@@ -254,28 +256,16 @@ class TokenOnlyAttention(torch.autograd.Function):
 _NATIVE_SUFFIX = {torch.float32: "_f32", torch.float64: "_f64"}
 
 
-#: argument types of each C core's entry points (sim/models/csrc/<core>.c), per scalar type
-_NATIVE_ARGS = {
-    "token_attention": {"token_attention_forward": [ctypes.c_int] * 4 + [ctypes.c_void_p] * 6,
-                        "token_attention_backward": [ctypes.c_int] * 4 + [ctypes.c_void_p] * 8},
-}
-
-
-def _native_core(name: str, like: Tensor):
-    """The C core ``csrc/<name>.c`` when it applies: CPU, float32/64, one torch thread, built; else ``None``."""
-    if like.device.type != "cpu" or like.dtype not in _NATIVE_SUFFIX or torch.get_num_threads() != 1:
-        return None
-    lib = native.load(name)
-    if lib is not None and not hasattr(lib, "_typed"):
-        for entry, argtypes in _NATIVE_ARGS[name].items():
-            for suffix in _NATIVE_SUFFIX.values():
-                getattr(lib, entry + suffix).argtypes = argtypes
-        lib._typed = True
-    return lib
+_I, _P = ctypes.c_int, ctypes.c_void_p
+#: the C core's entry points (csrc/token_attention.c) and their argument types
+_SIGNATURES = {"token_attention_forward": [_I] * 4 + [_P] * 6, "token_attention_backward": [_I] * 4 + [_P] * 8}
 
 
 def _native_token_core(like: Tensor):
-    return _native_core("token_attention", like)
+    """The C core when it applies: CPU, float32/64, one torch thread, built; else ``None``."""
+    if like.device.type != "cpu" or like.dtype not in _NATIVE_SUFFIX or torch.get_num_threads() != 1:
+        return None
+    return native.load("token_attention", _SIGNATURES)
 
 
 def _native_call(fn, *args) -> None:
@@ -283,7 +273,7 @@ def _native_call(fn, *args) -> None:
     if status == 1:
         raise ValueError("a token is outside 0..C-1, where C is the number of embedding rows")
     if status:
-        raise MemoryError(f"{fn.__name__} could not allocate its buffers")
+        raise MemoryError(f"{fn.__name__} could not allocate its buffers (status {status})")
 
 
 def _native_token_forward(lib, tokens: Tensor, eA: Tensor, eR: Tensor) -> tuple[Tensor, Tensor, Tensor]:

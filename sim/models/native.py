@@ -29,10 +29,13 @@ import threading
 import warnings
 from pathlib import Path
 
-__all__ = ["load", "enabled", "cache_dir", "NativeBuildWarning"]
+__all__ = ["load", "enabled", "cache_dir", "NativeBuildWarning", "SUFFIXES"]
 
 SOURCES = Path(__file__).parent / "csrc"
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11")
+
+#: the entry-point suffix of each scalar type the kernels are built for
+SUFFIXES = {"float32": "_f32", "float64": "_f64"}
 
 _LOCK = threading.Lock()
 _LOADED: dict[str, ctypes.CDLL | None] = {}
@@ -89,9 +92,14 @@ def _build(name: str) -> Path:
     return target
 
 
-def load(name: str) -> ctypes.CDLL | None:
+def load(name: str, signatures: dict[str, list] | None = None) -> ctypes.CDLL | None:
     """The compiled ``csrc/<name>.c``, building it on first use; ``None`` (after one
-    :class:`NativeBuildWarning`) when it cannot be built, or when native kernels are off."""
+    :class:`NativeBuildWarning`) when it cannot be built, or when native kernels are off.
+
+    ``signatures`` maps entry points (without their ``_f32``/``_f64`` suffix) to ctypes argument
+    types; each is set on both versions (once), with an ``int`` status as the return type. By
+    convention a status is 0 on success, 1 for an input out of range, 2 when out of memory and 3
+    for a shape the kernel does not take."""
     if not enabled():
         return None
     with _LOCK:
@@ -102,4 +110,10 @@ def load(name: str) -> ctypes.CDLL | None:
                 warnings.warn(f"native kernel {name!r} unavailable, using the PyTorch path: {err}",
                               NativeBuildWarning, stacklevel=2)
                 _LOADED[name] = None
-        return _LOADED[name]
+        lib = _LOADED[name]
+        for entry, argtypes in (signatures or {}).items():
+            for suffix in SUFFIXES.values():
+                fn = getattr(lib, entry + suffix, None) if lib is not None else None
+                if fn is not None and fn.argtypes is None:
+                    fn.argtypes, fn.restype = argtypes, ctypes.c_int
+        return lib

@@ -178,20 +178,16 @@ def native_core(q: Tensor):
     return _native_library() if ok else None
 
 
+_I, _L, _P = ctypes.c_int, ctypes.c_long, ctypes.c_void_p
+#: the C core's entry points (csrc/relative_attention.c) and their argument types
+SIGNATURES = {
+    "relative_attention_forward": [_I] * 4 + [_P, _L, _L] * 3 + [_P] * 3,
+    "relative_attention_backward": [_I] * 4 + [_P, _L, _L] * 3 + [_P] * 4 + [_P, _L, _L] * 3 + [_P],
+}
+
+
 def _native_library():
-    lib = native.load("relative_attention")
-    if lib is None:
-        return None
-    if not hasattr(lib, "_typed"):
-        I, L, Ptr = ctypes.c_int, ctypes.c_long, ctypes.c_void_p
-        for suffix in _NATIVE_DTYPES.values():
-            fwd = getattr(lib, "relative_attention_forward" + suffix)
-            fwd.argtypes = [I, I, I, I] + [Ptr, L, L] * 3 + [Ptr, Ptr, Ptr]
-            bwd = getattr(lib, "relative_attention_backward" + suffix)
-            bwd.argtypes = [I, I, I, I] + [Ptr, L, L] * 3 + [Ptr, Ptr, Ptr, Ptr] + [Ptr, L, L] * 3 + [Ptr]
-            fwd.restype = bwd.restype = I
-        lib._typed = True
-    return lib
+    return native.load("relative_attention", SIGNATURES)
 
 
 def _strided(x: Tensor) -> list:
@@ -214,7 +210,7 @@ def _native_forward(lib, q: Tensor, k: Tensor, v: Tensor, rrev: Tensor) -> tuple
         BH, T, e, rrev.shape[0], *_strided(q), *_strided(k), *_strided(v), rrev.data_ptr(), y.data_ptr(),
         P.data_ptr())
     if status:
-        raise MemoryError("the native relative-attention forward could not allocate its buffers")
+        raise MemoryError(f"the native relative-attention forward could not allocate its buffers (status {status})")
     return y, [P]
 
 
@@ -226,7 +222,7 @@ def _native_backward(lib, q, k, v, rrev, y, P, dy, dq, dk, dv) -> Tensor:
         BH, T, e, rrev.shape[0], *_strided(q), *_strided(k), *_strided(v), rrev.data_ptr(), y.data_ptr(),
         P.data_ptr(), dy.data_ptr(), *_strided(dq), *_strided(dk), *_strided(dv), drrev.data_ptr())
     if status:
-        raise MemoryError("the native relative-attention backward could not allocate its buffers")
+        raise MemoryError(f"the native relative-attention backward could not allocate its buffers (status {status})")
     return drrev
 
 

@@ -37,46 +37,57 @@ static inline void FN(tile_nt_)(const int E, const REAL *A, int lda, const REAL 
     }
 }
 
-/* out[r][:] += sum_{j in [j0, j1)} A[r][j] B[j][:], r < 4; B and out rows dense, E wide. */
+/* out[r][:] += sum_{j in [j0, j1)} A[r][j] B[j][:], r < 4; B and out rows dense, E wide (vectorised in
+ * 16-wide column chunks when E is a multiple of 16). */
 static inline void FN(tile_nn_)(const int E, const REAL *A, int lda, const REAL *B, REAL *out, int j0, int j1) {
-    if (E != 16) {
+    if (E % 16) {
         for (int j = j0; j < j1; ++j)
             for (int r = 0; r < 4; ++r)
                 for (int x = 0; x < E; ++x) out[r * E + x] += A[r * lda + j] * B[(long)j * E + x];
         return;
     }
-    VEC acc[4][16 / VL] = {{{0}}};
-    for (int j = j0; j < j1; ++j) {
-        VEC b[16 / VL];
-        for (int x = 0; x < 16 / VL; ++x) b[x] = LOAD(B + (long)j * 16 + x * VL);
-        for (int r = 0; r < 4; ++r) {
-            const REAL a = A[r * lda + j];
-            for (int x = 0; x < 16 / VL; ++x) acc[r][x] += a * b[x];
+    for (int x0 = 0; x0 < E; x0 += 16) {
+        VEC acc[4][16 / VL] = {{{0}}};
+        for (int j = j0; j < j1; ++j) {
+            VEC b[16 / VL];
+            for (int x = 0; x < 16 / VL; ++x) b[x] = LOAD(B + (long)j * E + x0 + x * VL);
+            for (int r = 0; r < 4; ++r) {
+                const REAL a = A[r * lda + j];
+                for (int x = 0; x < 16 / VL; ++x) acc[r][x] += a * b[x];
+            }
         }
+        for (int r = 0; r < 4; ++r)
+            for (int x = 0; x < 16 / VL; ++x) {
+                REAL *o = out + r * E + x0 + x * VL;
+                STORE(o, LOAD(o) + acc[r][x]);
+            }
     }
-    for (int r = 0; r < 4; ++r)
-        for (int x = 0; x < 16 / VL; ++x) STORE(out + r * 16 + x * VL, LOAD(out + r * 16 + x * VL) + acc[r][x]);
 }
 
 /* out[r][:] += sum_{t in [t0, t1)} A[t][j + r] B[t][:], r < 4; B and out rows dense, E wide. */
 static inline void FN(tile_tn_)(const int E, const REAL *A, int lda, int j, const REAL *B, REAL *out, int t0,
                                 int t1) {
-    if (E != 16) {
+    if (E % 16) {
         for (int t = t0; t < t1; ++t)
             for (int r = 0; r < 4; ++r)
                 for (int x = 0; x < E; ++x) out[r * E + x] += A[(long)t * lda + j + r] * B[(long)t * E + x];
         return;
     }
-    VEC acc[4][16 / VL] = {{{0}}};
-    for (int t = t0; t < t1; ++t) {
-        VEC b[16 / VL];
-        const REAL *a = A + (long)t * lda + j;
-        for (int x = 0; x < 16 / VL; ++x) b[x] = LOAD(B + (long)t * 16 + x * VL);
+    for (int x0 = 0; x0 < E; x0 += 16) {
+        VEC acc[4][16 / VL] = {{{0}}};
+        for (int t = t0; t < t1; ++t) {
+            VEC b[16 / VL];
+            const REAL *a = A + (long)t * lda + j;
+            for (int x = 0; x < 16 / VL; ++x) b[x] = LOAD(B + (long)t * E + x0 + x * VL);
+            for (int r = 0; r < 4; ++r)
+                for (int x = 0; x < 16 / VL; ++x) acc[r][x] += a[r] * b[x];
+        }
         for (int r = 0; r < 4; ++r)
-            for (int x = 0; x < 16 / VL; ++x) acc[r][x] += a[r] * b[x];
+            for (int x = 0; x < 16 / VL; ++x) {
+                REAL *o = out + r * E + x0 + x * VL;
+                STORE(o, LOAD(o) + acc[r][x]);
+            }
     }
-    for (int r = 0; r < 4; ++r)
-        for (int x = 0; x < 16 / VL; ++x) STORE(out + r * 16 + x * VL, LOAD(out + r * 16 + x * VL) + acc[r][x]);
 }
 
 /* Rows [0, T) of x (row stride xst) into dense (T8, E), zero rows after. */
@@ -98,23 +109,26 @@ static inline void FN(transposed_)(int T, int E, const REAL *x, long xst, REAL *
 
 /* out[j][:] += sum_{r<4} A[r][j] B[r][:] for j in [j0, j1): a rank-4 update of dense rows E wide. */
 static inline void FN(tile_rank4_)(const int E, const REAL *A, int lda, const REAL *B, REAL *out, int j0, int j1) {
-    if (E != 16) {
+    if (E % 16) {
         for (int j = j0; j < j1; ++j)
             for (int r = 0; r < 4; ++r)
                 for (int x = 0; x < E; ++x) out[(long)j * E + x] += A[r * lda + j] * B[r * E + x];
         return;
     }
-    VEC b[4][16 / VL];
-    for (int r = 0; r < 4; ++r)
-        for (int x = 0; x < 16 / VL; ++x) b[r][x] = LOAD(B + r * 16 + x * VL);
-    for (int j = j0; j < j1; ++j) {
-        VEC acc[16 / VL];
-        for (int x = 0; x < 16 / VL; ++x) acc[x] = LOAD(out + (long)j * 16 + x * VL);
-        for (int r = 0; r < 4; ++r) {
-            const REAL a = A[r * lda + j];
-            for (int x = 0; x < 16 / VL; ++x) acc[x] += a * b[r][x];
+    for (int x0 = 0; x0 < E; x0 += 16) {
+        VEC b[4][16 / VL];
+        for (int r = 0; r < 4; ++r)
+            for (int x = 0; x < 16 / VL; ++x) b[r][x] = LOAD(B + r * E + x0 + x * VL);
+        for (int j = j0; j < j1; ++j) {
+            REAL *o = out + (long)j * E + x0;
+            VEC acc[16 / VL];
+            for (int x = 0; x < 16 / VL; ++x) acc[x] = LOAD(o + x * VL);
+            for (int r = 0; r < 4; ++r) {
+                const REAL a = A[r * lda + j];
+                for (int x = 0; x < 16 / VL; ++x) acc[x] += a * b[r][x];
+            }
+            for (int x = 0; x < 16 / VL; ++x) STORE(o + x * VL, acc[x]);
         }
-        for (int x = 0; x < 16 / VL; ++x) STORE(out + (long)j * 16 + x * VL, acc[x]);
     }
 }
 
@@ -187,7 +201,7 @@ static void FN(forward_one_)(int T, const int E, const REAL *q, long qst, const 
 }
 
 /* q, k, v: n sequences (strides xsn, xst, 1) of T rows of width E; sequence i uses head i % nh of rrev
- * (nh, T, E) dense, rrev[h][m] = r_{T-1-m}. Writes y (n, T, E) dense and P (n, T8, T8). 0, or 1 when
+ * (nh, T, E) dense, rrev[h][m] = r_{T-1-m}. Writes y (n, T, E) dense and P (n, T8, T8). 0, or 2 when
  * out of memory. */
 int FN(relative_attention_forward)(int n, int T, int E, int nh, const REAL *q, long qsn, long qst, const REAL *k,
                                    long ksn, long kst, const REAL *v, long vsn, long vst, const REAL *rrev, REAL *y,
@@ -197,7 +211,7 @@ int FN(relative_attention_forward)(int n, int T, int E, int nh, const REAL *q, l
     FN(work_) w = FN(work_alloc_)(T, E);
     if (RT == NULL || w.Q == NULL) {
         free(RT); free(w.Q);
-        return 1;
+        return 2;
     }
     for (int h = 0; h < nh; ++h) FN(transposed_)(T, E, rrev + (long)h * T * E, E, RT + h * E * LD);
     for (int i = 0; i < n; ++i) {
@@ -264,14 +278,14 @@ static void FN(backward_one_)(int T, const int E, const REAL *q, long qst, const
 }
 
 /* Backward of relative_attention_forward: dy (n, T, E) dense; writes dq, dk, dv (strides like q's) and
- * drrev (nh, T, E) dense. 0, or 1 when out of memory. */
+ * drrev (nh, T, E) dense. 0, or 2 when out of memory. */
 int FN(relative_attention_backward)(int n, int T, int E, int nh, const REAL *q, long qsn, long qst, const REAL *k,
                                     long ksn, long kst, const REAL *v, long vsn, long vst, const REAL *rrev,
                                     const REAL *y, const REAL *P, const REAL *dy, REAL *dq, long dqsn, long dqst,
                                     REAL *dk, long dksn, long dkst, REAL *dv, long dvsn, long dvst, REAL *drrev) {
     const long T8 = (T + 7) & ~7;
     FN(work_) w = FN(work_alloc_)(T, E);
-    if (w.Q == NULL) return 1;
+    if (w.Q == NULL) return 2;
     for (long i = 0; i < (long)nh * T * E; ++i) drrev[i] = 0;
     for (int i = 0; i < n; ++i) {
         const long h = i % nh, o = (long)i * T * E;

@@ -48,10 +48,11 @@ def _inputs(BH, nh, T, e, dtype, seed=0):
 
 
 @pytest.mark.parametrize("dtype, rtol", [(torch.float64, 1e-12), (torch.float32, 1e-5)])
-@pytest.mark.parametrize("nh, T, e", [(1, 100, 16), (2, 37, 16), (1, 1, 16), (1, 13, 8), (3, 50, 24), (1, 9, 64)])
+@pytest.mark.parametrize("nh, T, e", [(1, 100, 16), (2, 37, 16), (1, 1, 16), (1, 13, 8), (3, 50, 24), (2, 20, 32),
+                                      (1, 9, 64)])
 def test_relative_attention_core_matches_pytorch(built, monkeypatch, dtype, rtol, nh, T, e):
-    """T not a multiple of the tiles (8, 16), widths off the specialised 16, several heads, and
-    float32 (a polynomial exponential) as well as float64 (libm's)."""
+    """T not a multiple of the tiles (8, 16); widths 16, multiples of 16 (column chunks) and others
+    (scalar loops); several heads; float32 (a polynomial exponential) and float64 (libm's)."""
     args = _inputs(4 * nh, nh, T, e, dtype)
     got = _attention(*args, native_on=True, monkeypatch=monkeypatch)
     want = _attention(*args, native_on=False, monkeypatch=monkeypatch)
