@@ -172,11 +172,24 @@ class TokenOnlyAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tokens, E, ln_w, ln_b, Wq, Wk, Wv, Wo, r, heads: int, eps: float):
-        # Arrays indexed by position keep the batch innermost, (.., T, C, B): reductions over the
-        # C types are then sums of long contiguous rows (PyTorch is slow along short inner dims).
         B, T = tokens.shape
         C, w = E.shape
         nh, e = heads, w // heads
+        ctx.heads, ctx.eps, ctx.r_shape = heads, eps, r.shape
+        lib = _native_token_core(E)
+        ctx.native = lib is not None
+        if lib is not None:  # the whole layer in C: one call each way, the C-row tables recomputed by both
+            tokens = tokens.contiguous().to(torch.int64)
+            params = [t.contiguous() for t in (E, ln_w, ln_b, Wq, Wk, Wv, Wo, r)]
+            out = torch.empty(B * T, w, dtype=E.dtype)
+            Wf, G = (torch.empty(B * T, nh * C, dtype=E.dtype) for _ in range(2))
+            Z = torch.empty(B * T, nh, dtype=E.dtype)
+            _native_call(getattr(lib, "token_layer_forward" + _NATIVE_SUFFIX[E.dtype]), B, T, C, w, nh, tokens,
+                         *params[:3], ctypes.c_double(eps), *params[3:], out, Wf, G, Z)
+            ctx.save_for_backward(tokens, *params, Wf, G, Z)
+            return out
+        # Arrays indexed by position keep the batch innermost, (.., T, C, B): reductions over the
+        # C types are then sums of long contiguous rows (PyTorch is slow along short inner dims).
         X, mean, rstd = torch.native_layer_norm(E, (w,), ln_w, ln_b, eps)  # (C, w)
         Wqkv = torch.cat([Wq * (1.0 / math.sqrt(e)), Wk, Wv])  # (3w, w)
         Q, K, V = (z.view(C, nh, e).transpose(0, 1) for z in (X @ Wqkv.t()).split(w, dim=1))  # (nh, C, e)
@@ -189,55 +202,54 @@ class TokenOnlyAttention(torch.autograd.Function):
             raise ExponentUnderflow
         eA, eR = A.exp_(), R.exp_()
         U = (V @ Wo.view(w, nh, e).permute(1, 2, 0)).reshape(nh * C, w)  # [(h, b)]: W_O^h v_{h, b}
-        lib = _native_token_core(E)
-        if lib is not None:  # the same core in C: Wf, G (B T, nh C) and Z (B T, nh)
-            Wf, G, Z = _native_token_forward(lib, tokens, eA, eR)
-            core = (G, Z)
-        else:
-            Tz = _causal_toeplitz(eR)  # (nh, C, T, T): [a, t, j] = exp(R[a, t - j])
-            xT = tokens.t()  # (T, B)
-            # (T, C, B) one-hot
-            O = (xT.unsqueeze(1) == torch.arange(C, device=E.device).view(1, C, 1)).to(E.dtype).contiguous()
-            N = (Tz.reshape(nh * C, T, T) @ O.view(T, C * B)).view(nh, C, T, C, B)  # [a, t, b, n]
-            G = N.gather(1, xT.view(1, 1, T, 1, B).expand(nh, 1, T, C, B))[:, 0]  # (nh, T, C, B): a = x_t
-            eAx = eA.transpose(1, 2)[:, :, xT].transpose(1, 2)  # (nh, T, C, B): exp(A[x_t, b])
-            W = eAx * G
-            Z = W.sum(2, keepdim=True)
-            Wn = W / Z  # (nh, T, C, B): attention weight on key type b
-            Wf = Wn.permute(3, 1, 0, 2).reshape(B * T, nh * C)  # rows (n, t)
-            core = (O, G, eAx, Wn, Z)
+        Tz = _causal_toeplitz(eR)  # (nh, C, T, T): [a, t, j] = exp(R[a, t - j])
+        xT = tokens.t()  # (T, B)
+        # (T, C, B) one-hot
+        O = (xT.unsqueeze(1) == torch.arange(C, device=E.device).view(1, C, 1)).to(E.dtype).contiguous()
+        N = (Tz.reshape(nh * C, T, T) @ O.view(T, C * B)).view(nh, C, T, C, B)  # [a, t, b, n]
+        G = N.gather(1, xT.view(1, 1, T, 1, B).expand(nh, 1, T, C, B))[:, 0]  # (nh, T, C, B): a = x_t
+        eAx = eA.transpose(1, 2)[:, :, xT].transpose(1, 2)  # (nh, T, C, B): exp(A[x_t, b])
+        W = eAx * G
+        Z = W.sum(2, keepdim=True)
+        Wn = W / Z  # (nh, T, C, B): attention weight on key type b
+        Wf = Wn.permute(3, 1, 0, 2).reshape(B * T, nh * C)  # rows (n, t)
         out = torch.addmm(E.index_select(0, tokens.reshape(-1)), Wf, U)  # (B T, w): E[x_t] + attention
-        ctx.save_for_backward(tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, Wf, U, *core)
-        ctx.native = lib is not None
-        ctx.heads, ctx.eps, ctx.r_shape = heads, eps, r.shape
+        ctx.save_for_backward(tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, Wf, U,
+                              O, G, eAx, Wn, Z)
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dout):
-        tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, Wf, U, *core = ctx.saved_tensors
+        if ctx.native:
+            tokens, E, ln_w, ln_b, Wq, Wk, Wv, Wo, r, Wf, G, Z = ctx.saved_tensors
+            B, T = tokens.shape
+            C, w = E.shape
+            grads = [torch.empty_like(t) for t in (E, ln_w, ln_b, Wq, Wk, Wv, Wo, r)]
+            _native_call(getattr(_native_token_core(E), "token_layer_backward" + _NATIVE_SUFFIX[E.dtype]), B, T, C,
+                         w, ctx.heads, r.shape[0], tokens, E, ln_w, ln_b, ctypes.c_double(ctx.eps), Wq, Wk, Wv, Wo,
+                         r, Wf, G, Z, dout.contiguous(), *grads)
+            return None, *grads, None, None
+        (tokens, E, ln_w, ln_b, X, mean, rstd, Wqkv, Q, K, V, rh, Wo, eA, eR, Wf, U,
+         O, G, eAx, Wn, Z) = ctx.saved_tensors
         B, T = tokens.shape
         C, w = E.shape
         nh = ctx.heads
         e = w // nh
         dout = dout.reshape(B * T, w)
         dU = (Wf.t() @ dout).view(nh, C, w)
+        dWn = (U @ dout.t()).view(nh, C, B, T).permute(0, 3, 1, 2).contiguous()  # (nh, T, C, B); wide output GEMM
         Woh = Wo.view(w, nh, e).permute(1, 2, 0)  # (nh, e, w)
         dV = dU @ Woh.transpose(1, 2)  # (nh, C, e)
         dWo = (V.transpose(1, 2) @ dU).permute(2, 0, 1).reshape(w, w)
-        if ctx.native:
-            deA, deR = _native_token_backward(_native_token_core(E), tokens, eA, Wf, *core, dout @ U.t())
-        else:
-            O, G, eAx, Wn, Z = core
-            dWn = (U @ dout.t()).view(nh, C, B, T).permute(0, 3, 1, 2).contiguous()  # (nh, T, C, B); wide output GEMM
-            dW = (dWn - (dWn * Wn).sum(2, keepdim=True)) / Z  # through W / sum_b W
-            deA = torch.einsum("tan,htbn->hab", O, dW * G)  # (nh, C, C): sum over positions with x_t = a
-            dN = (dW * eAx).unsqueeze(1) * O.transpose(0, 1).unsqueeze(2)  # (nh, C, T, C, B): [x_t = a] dG[t, b, n]
-            dTz = _padded(nh * C, T, dtype=E.dtype, device=E.device)
-            dTz[:, :T * T].view(nh * C, T, T).copy_(dN.reshape(nh * C, T, C * B) @ O.view(T, C * B).t())  # [a, t, j]
-            # d exp(R)[a, d] = sum_t dTz[a, t, t - d]: flat index d T + u (T + 1) for u = t - d;
-            # u > T-1-d lands in the zero pad
-            deR = dTz.as_strided((nh * C, T, T), (2 * T * T, T, T + 1)).sum(-1).view(nh, C, T)
+        dW = (dWn - (dWn * Wn).sum(2, keepdim=True)) / Z  # through W / sum_b W
+        deA = torch.einsum("tan,htbn->hab", O, dW * G)  # (nh, C, C): sum over positions with x_t = a
+        dN = (dW * eAx).unsqueeze(1) * O.transpose(0, 1).unsqueeze(2)  # (nh, C, T, C, B): [x_t = a] dG[t, b, n]
+        dTz = _padded(nh * C, T, dtype=E.dtype, device=E.device)
+        dTz[:, :T * T].view(nh * C, T, T).copy_(dN.reshape(nh * C, T, C * B) @ O.view(T, C * B).t())  # [a, t, j]
+        # d exp(R)[a, d] = sum_t dTz[a, t, t - d]: flat index d T + u (T + 1) for u = t - d;
+        # u > T-1-d lands in the zero pad
+        deR = dTz.as_strided((nh * C, T, T), (2 * T * T, T, T + 1)).sum(-1).view(nh, C, T)
         dA, dR = deA * eA, deR * eR
         dQ = dA @ K + dR @ rh  # (nh, C, e)
         dK = dA.transpose(1, 2) @ Q
@@ -258,7 +270,10 @@ _NATIVE_SUFFIX = {torch.float32: "_f32", torch.float64: "_f64"}
 
 _I, _P = ctypes.c_int, ctypes.c_void_p
 #: the C core's entry points (csrc/token_attention.c) and their argument types
-_SIGNATURES = {"token_attention_forward": [_I] * 4 + [_P] * 6, "token_attention_backward": [_I] * 4 + [_P] * 8}
+_D = ctypes.c_double
+_SIGNATURES = {"token_attention_forward": [_I] * 4 + [_P] * 6, "token_attention_backward": [_I] * 4 + [_P] * 8,
+               "token_layer_forward": [_I] * 5 + [_P] * 4 + [_D] + [_P] * 9,
+               "token_layer_backward": [_I] * 6 + [_P] * 4 + [_D] + [_P] * 17}
 
 
 def _native_token_core(like: Tensor):
@@ -272,6 +287,8 @@ def _native_call(fn, *args) -> None:
     status = fn(*(a.data_ptr() if isinstance(a, Tensor) else a for a in args))
     if status == 1:
         raise ValueError("a token is outside 0..C-1, where C is the number of embedding rows")
+    if status == 4:
+        raise ExponentUnderflow
     if status:
         raise MemoryError(f"{fn.__name__} could not allocate its buffers (status {status})")
 

@@ -7,8 +7,12 @@
  *
  * and the backward from dWn to the gradients of eA and eR. Each sum over j is a vector dot product
  * of the one-hot row of type b against the reversed eR row of type a (zero-padded, so lanes past
- * the diagonal add nothing). Built at first use by sim/models/native.py.
+ * the diagonal add nothing). Around it, token_layer_forward and token_layer_backward compute the whole
+ * layer from its parameters: the C-row tables (LayerNorm of the embedding rows, projections, shifted
+ * exponentials, U = V W_O) and out = E[x_t] + sum_{h,b} Wn[t, h, b] U[h, b], so a training step calls C
+ * once each way. Built at first use by sim/models/native.py.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -17,10 +21,16 @@
 
 #define REAL float
 #define SUFFIX _f32
+#define EXP expf
+#define SQRT sqrtf
 #include "token_attention_kernels.h"
 #undef REAL
 #undef SUFFIX
+#undef EXP
+#undef SQRT
 
 #define REAL double
 #define SUFFIX _f64
+#define EXP exp
+#define SQRT sqrt
 #include "token_attention_kernels.h"
