@@ -565,6 +565,7 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
 
     from .allocator import keep_freed_memory
     from .models.markov_lm import MarkovLM
+    from .optim import FlatAdamW
 
     keep_freed_memory()  # the step's activations are reused, not page-faulted in afresh every step
     old_threads = torch.get_num_threads()
@@ -580,9 +581,9 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         gen = torch.Generator().manual_seed(_seed_for(spec.seed, "init"))
         model = MarkovLM(spec.model_config(), generator=gen).to(device)
         decayed, rest = model.decay_groups()
-        opt = torch.optim.AdamW([{"params": decayed, "weight_decay": spec.weight_decay},
-                                 {"params": rest, "weight_decay": 0.0}], lr=spec.lr, betas=spec.betas,
-                                fused=torch.device(device).type in ("cpu", "cuda"))  # one kernel for all parameters
+        # torch.optim.AdamW's update over one flat buffer (sim.optim): a few operations per step
+        opt = FlatAdamW([{"params": decayed, "weight_decay": spec.weight_decay},
+                         {"params": rest, "weight_decay": 0.0}], lr=spec.lr, betas=spec.betas)
         rng_state = torch.random.get_rng_state()  # dropout draws from torch's global generator: restore it after
         torch.manual_seed(_seed_for(spec.seed, "dropout"))
         schedule = set(eval_schedule(spec.steps, spec.eval_every, spec.eval_log_points))
@@ -620,7 +621,7 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
                 break
             x = torch.as_tensor(sample(), device=device)
             loss = model.loss(x[:, :-1], x[:, 1:])
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad()
             loss.backward()
             if spec.grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
