@@ -10,7 +10,7 @@ rows as short as 16 or 2, so the layout of each array matters as much as the ari
   ``mean_i -log softmax(U LN(h_i))[y_i]``;
 * :class:`TokenOnlyAttention`: the first attention layer when its input is the token embedding
   alone, computed from ``C``-row tables and one Toeplitz matmul; on the CPU at one torch thread
-  its core (the softmax sums per key type, forward and backward) runs in C instead
+  the whole layer, forward and backward, is one C call each way instead
   (``csrc/token_attention.c``, built by :mod:`sim.models.native`).
 
 All three compute the same function as the plain autograd modules: tests hold values and every
@@ -268,9 +268,9 @@ class TokenOnlyAttention(torch.autograd.Function):
 _NATIVE_SUFFIX = {torch.float32: "_f32", torch.float64: "_f64"}
 
 
-_I, _P = ctypes.c_int, ctypes.c_void_p
-#: the C core's entry points (csrc/token_attention.c) and their argument types
-_D = ctypes.c_double
+_I, _D, _P = ctypes.c_int, ctypes.c_double, ctypes.c_void_p
+#: the entry points of csrc/token_attention.c and their argument types: the whole layer, and its core
+#: alone (the per-type softmax sums; tests hold it to its definition)
 _SIGNATURES = {"token_attention_forward": [_I] * 4 + [_P] * 6, "token_attention_backward": [_I] * 4 + [_P] * 8,
                "token_layer_forward": [_I] * 5 + [_P] * 4 + [_D] + [_P] * 9,
                "token_layer_backward": [_I] * 6 + [_P] * 4 + [_D] + [_P] * 17}
@@ -294,6 +294,7 @@ def _native_call(fn, *args) -> None:
 
 
 def _native_token_forward(lib, tokens: Tensor, eA: Tensor, eR: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The C core alone: ``Wf, G`` ``(B T, nh C)`` and ``Z`` ``(B T, nh)`` from ``exp(A)``, ``exp(R)``."""
     B, T = tokens.shape
     nh, C, _ = eA.shape
     Wf, G = (torch.empty(B * T, nh * C, dtype=eA.dtype) for _ in range(2))
@@ -304,6 +305,7 @@ def _native_token_forward(lib, tokens: Tensor, eA: Tensor, eR: Tensor) -> tuple[
 
 
 def _native_token_backward(lib, tokens, eA, Wf, G, Z, dWf) -> tuple[Tensor, Tensor]:
+    """The C core's backward alone: the gradients of ``exp(A)`` and ``exp(R)`` from that of ``Wf``."""
     B, T = tokens.shape
     nh, C, _ = eA.shape
     deA, deR = torch.empty_like(eA), torch.empty(nh, C, T, dtype=eA.dtype)

@@ -122,6 +122,26 @@ def test_token_core_comparison_sees_shifted_offsets(built, monkeypatch):
     assert not torch.allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
 
 
+def _token_layer(tokens, params, native_on, monkeypatch):
+    monkeypatch.setenv("ICL_VERIFY_NATIVE", "1" if native_on else "0")
+    return fl.TokenOnlyAttention.apply(tokens, *params, 2, 1e-5)
+
+
+def test_token_layer_in_c_matches_pytorch_and_sees_shifted_offsets(built, monkeypatch):
+    """The whole layer in C equals the PyTorch path (float64, two heads), and offsets read one row
+    late are caught by the same comparison."""
+    g = torch.Generator().manual_seed(3)
+    w, T = 16, 12
+    randn = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64)  # noqa: E731
+    params = [randn(3, w), 1 + 0.1 * randn(w), 0.1 * randn(w)]  # embedding rows, LayerNorm
+    params += [0.3 * randn(w, w) for _ in range(4)] + [0.3 * randn(T + 2, w)]  # Wq, Wk, Wv, Wo, offsets
+    tokens = torch.randint(0, 3, (4, T), generator=g)
+    want = _token_layer(tokens, params, False, monkeypatch)
+    assert _close(_token_layer(tokens, params, True, monkeypatch), want, 1e-12)
+    late = params[:-1] + [torch.cat([params[-1][1:], params[-1][:1]])]
+    assert not torch.allclose(_token_layer(tokens, late, True, monkeypatch), want, rtol=1e-6, atol=1e-6)
+
+
 def test_token_core_refuses_tokens_out_of_range(built):
     eA, eR = torch.ones(1, 2, 2), torch.ones(1, 2, 4)
     with pytest.raises(ValueError, match="outside 0..C-1"):
