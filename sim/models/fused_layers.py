@@ -184,7 +184,7 @@ class TokenOnlyAttention(torch.autograd.Function):
             out = torch.empty(B * T, w, dtype=E.dtype)
             Wf, G = (torch.empty(B * T, nh * C, dtype=E.dtype) for _ in range(2))
             Z = torch.empty(B * T, nh, dtype=E.dtype)
-            _native_call(getattr(lib, "token_layer_forward" + _NATIVE_SUFFIX[E.dtype]), B, T, C, w, nh, tokens,
+            _native_call(getattr(lib, "token_layer_forward" + native.SUFFIXES[E.dtype]), B, T, C, w, nh, tokens,
                          *params[:3], ctypes.c_double(eps), *params[3:], out, Wf, G, Z)
             ctx.save_for_backward(tokens, *params, Wf, G, Z)
             return out
@@ -226,7 +226,7 @@ class TokenOnlyAttention(torch.autograd.Function):
             B, T = tokens.shape
             C, w = E.shape
             grads = [torch.empty_like(t) for t in (E, ln_w, ln_b, Wq, Wk, Wv, Wo, r)]
-            _native_call(getattr(_native_token_core(E), "token_layer_backward" + _NATIVE_SUFFIX[E.dtype]), B, T, C,
+            _native_call(getattr(_native_token_core(E), "token_layer_backward" + native.SUFFIXES[E.dtype]), B, T, C,
                          w, ctx.heads, r.shape[0], tokens, E, ln_w, ln_b, ctypes.c_double(ctx.eps), Wq, Wk, Wv, Wo,
                          r, Wf, G, Z, dout.contiguous(), *grads)
             return None, *grads, None, None
@@ -265,9 +265,6 @@ class TokenOnlyAttention(torch.autograd.Function):
         return None, dE, dln_w, dln_b, dWq * (1.0 / math.sqrt(e)), dWk, dWv, dWo, dr, None, None
 
 
-_NATIVE_SUFFIX = {torch.float32: "_f32", torch.float64: "_f64"}
-
-
 _I, _D, _P = ctypes.c_int, ctypes.c_double, ctypes.c_void_p
 #: the entry points of csrc/token_attention.c and their argument types: the whole layer, and its core
 #: alone (the per-type softmax sums; tests hold it to its definition)
@@ -278,9 +275,7 @@ _SIGNATURES = {"token_attention_forward": [_I] * 4 + [_P] * 6, "token_attention_
 
 def _native_token_core(like: Tensor):
     """The C core when it applies: CPU, float32/64, one torch thread, built; else ``None``."""
-    if like.device.type != "cpu" or like.dtype not in _NATIVE_SUFFIX or torch.get_num_threads() != 1:
-        return None
-    return native.load("token_attention", _SIGNATURES)
+    return native.load("token_attention", _SIGNATURES) if native.applies(like) else None
 
 
 def _native_call(fn, *args) -> None:
@@ -299,7 +294,7 @@ def _native_token_forward(lib, tokens: Tensor, eA: Tensor, eR: Tensor) -> tuple[
     nh, C, _ = eA.shape
     Wf, G = (torch.empty(B * T, nh * C, dtype=eA.dtype) for _ in range(2))
     Z = torch.empty(B * T, nh, dtype=eA.dtype)
-    _native_call(getattr(lib, "token_attention_forward" + _NATIVE_SUFFIX[eA.dtype]), B, T, C, nh,
+    _native_call(getattr(lib, "token_attention_forward" + native.SUFFIXES[eA.dtype]), B, T, C, nh,
                  tokens.contiguous().to(torch.int64), eA.contiguous(), eR.contiguous(), Wf, G, Z)
     return Wf, G, Z
 
@@ -309,7 +304,7 @@ def _native_token_backward(lib, tokens, eA, Wf, G, Z, dWf) -> tuple[Tensor, Tens
     B, T = tokens.shape
     nh, C, _ = eA.shape
     deA, deR = torch.empty_like(eA), torch.empty(nh, C, T, dtype=eA.dtype)
-    _native_call(getattr(lib, "token_attention_backward" + _NATIVE_SUFFIX[eA.dtype]), B, T, C, nh,
+    _native_call(getattr(lib, "token_attention_backward" + native.SUFFIXES[eA.dtype]), B, T, C, nh,
                  tokens.contiguous().to(torch.int64), eA.contiguous(), Wf, G, Z, dWf.contiguous(), deA, deR)
     return deA, deR
 

@@ -29,13 +29,15 @@ import threading
 import warnings
 from pathlib import Path
 
-__all__ = ["load", "enabled", "cache_dir", "NativeBuildWarning", "SUFFIXES"]
+import torch
+
+__all__ = ["load", "enabled", "applies", "cache_dir", "NativeBuildWarning", "SUFFIXES"]
 
 SOURCES = Path(__file__).parent / "csrc"
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11")
 
 #: the entry-point suffix of each scalar type the kernels are built for
-SUFFIXES = {"float32": "_f32", "float64": "_f64"}
+SUFFIXES = {torch.float32: "_f32", torch.float64: "_f64"}
 
 _LOCK = threading.Lock()
 _LOADED: dict[str, ctypes.CDLL | None] = {}
@@ -48,6 +50,12 @@ class NativeBuildWarning(RuntimeWarning):
 def enabled() -> bool:
     """False when ``ICL_VERIFY_NATIVE`` is ``0`` (or ``false``/``no``/``off``)."""
     return os.environ.get("ICL_VERIFY_NATIVE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def applies(like: torch.Tensor) -> bool:
+    """Whether the kernels serve tensors like ``like``: on the CPU, float32 or float64, at one torch
+    thread (the kernels are single-threaded; with more threads PyTorch's own parallel kernels run)."""
+    return like.device.type == "cpu" and like.dtype in SUFFIXES and torch.get_num_threads() == 1
 
 
 def cache_dir() -> Path:

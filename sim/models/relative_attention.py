@@ -166,16 +166,13 @@ def attention_backward(q: Tensor, k: Tensor, v: Tensor, rrev: Tensor, y: Tensor,
     return drrev
 
 
-_NATIVE_DTYPES = {torch.float32: "_f32", torch.float64: "_f64"}
 _NATIVE_MAX_WIDTH = 64  # the C core's per-tile accumulators
 
 
 def native_core(q: Tensor):
     """The C core's library when it applies to ``q`` ``(BH, T, e)``: on the CPU, float32 or float64,
     ``e <= 64``, at one torch thread, and built; else ``None``."""
-    ok = (q.device.type == "cpu" and q.dtype in _NATIVE_DTYPES and q.shape[-1] <= _NATIVE_MAX_WIDTH
-          and torch.get_num_threads() == 1)
-    return _native_library() if ok else None
+    return _native_library() if native.applies(q) and q.shape[-1] <= _NATIVE_MAX_WIDTH else None
 
 
 _I, _L, _P = ctypes.c_int, ctypes.c_long, ctypes.c_void_p
@@ -206,7 +203,7 @@ def _native_forward(lib, q: Tensor, k: Tensor, v: Tensor, rrev: Tensor) -> tuple
     rrev = rrev.contiguous()
     y = torch.empty(BH, T, e, dtype=q.dtype)
     P = torch.empty(BH, _padded(T), _padded(T), dtype=q.dtype)  # zeros above the diagonal
-    status = getattr(lib, "relative_attention_forward" + _NATIVE_DTYPES[q.dtype])(
+    status = getattr(lib, "relative_attention_forward" + native.SUFFIXES[q.dtype])(
         BH, T, e, rrev.shape[0], *_strided(q), *_strided(k), *_strided(v), rrev.data_ptr(), y.data_ptr(),
         P.data_ptr())
     if status:
@@ -218,7 +215,7 @@ def _native_backward(lib, q, k, v, rrev, y, P, dy, dq, dk, dv) -> Tensor:
     BH, T, e = q.shape
     rrev, y, dy = rrev.contiguous(), y.contiguous(), dy.contiguous()
     drrev = torch.empty_like(rrev)
-    status = getattr(lib, "relative_attention_backward" + _NATIVE_DTYPES[q.dtype])(
+    status = getattr(lib, "relative_attention_backward" + native.SUFFIXES[q.dtype])(
         BH, T, e, rrev.shape[0], *_strided(q), *_strided(k), *_strided(v), rrev.data_ptr(), y.data_ptr(),
         P.data_ptr(), dy.data_ptr(), *_strided(dq), *_strided(dk), *_strided(dv), drrev.data_ptr())
     if status:
