@@ -106,8 +106,8 @@ def load(name: str, signatures: dict[str, list] | None = None) -> ctypes.CDLL | 
 
     ``signatures`` maps entry points (without their ``_f32``/``_f64`` suffix) to ctypes argument
     types; each is set on both versions (once), with an ``int`` status as the return type. By
-    convention a status is 0 on success, 1 for an input out of range, 2 when out of memory and 3
-    for a shape the kernel does not take."""
+    convention a status is 0 on success, 1 for an input out of range and 2 when out of memory;
+    ``csrc/token_attention.c`` adds 4 for exponentials that could underflow."""
     if not enabled():
         return None
     with _LOCK:
