@@ -19,7 +19,8 @@ from xml.sax.saxutils import quoteattr
 
 from .verdict import Verdict
 
-__all__ = ["write_reports", "summary_table", "SCHEMA", "package_versions", "git_commit", "load_results"]
+__all__ = ["write_reports", "summary_table", "all_findings", "SCHEMA", "package_versions", "git_commit",
+           "load_results"]
 
 SCHEMA = "icl-verify/results/v1"
 
@@ -85,6 +86,7 @@ def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: fl
         "platform": platform.platform(),
         "elapsed_s": round(elapsed_s, 2),
         "summary": claim_counts(dicts),
+        "findings": all_findings(dicts),
         "audit": audit,
         "claims": list(dicts),
     }
@@ -93,6 +95,24 @@ def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: fl
     atomic_write_text(out_dir / "report.html", render_html(doc, out_dir))
     atomic_write_text(out_dir / "junit.xml", render_junit(doc))
     return doc
+
+
+def all_findings(dicts: Sequence[dict]) -> list[dict]:
+    """Every finding of every claim, flattened with its claim and tier: the Findings table.
+
+    Findings are the readings other than the paper's own statement (literal, stricter,
+    another setting, the reference code, an unstated assumption); none of them decides a
+    verdict, and each carries its own verdict and evidence."""
+    out = []
+    for d in dicts:
+        for t in d.get("tiers", []):
+            for f in t.get("findings", []):
+                out.append({"claim": d["id"], "claim_verdict": d["verdict"], "tier": t["tier"], **f})
+    return out
+
+
+def _headline(d: dict) -> str:
+    return d.get("headline") or d["verdict"]
 
 
 def _not_run_reason(d: dict) -> str:
@@ -109,7 +129,10 @@ def summary_table(dicts: Sequence[dict]) -> str:
         tiers = " ".join(f"{t['tier']}:{t['verdict']}" for t in d["tiers"]) or f"({_not_run_reason(d)})"
         first = next((t["summary"] for t in d["tiers"] if t["verdict"] != "PASS"), None)
         first = first or (d["tiers"][0]["summary"] if d["tiers"] else d.get("note", ""))
-        rows.append((d["id"], d["verdict"], tiers, f"{d['elapsed_s']:.1f}s", _clip(first, 70)))
+        findings = [f for t in d["tiers"] for f in t.get("findings", []) if f["verdict"] != "PASS"]
+        if findings:  # the verdict stays the primary reading's; the findings are said beside it
+            first = f"[{len(findings)} finding{'s' if len(findings) > 1 else ''}: {findings[0]['detail']}] {first}"
+        rows.append((d["id"], d["verdict"], tiers, f"{d['elapsed_s']:.1f}s", _clip(first, 90)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = []
     for k, r in enumerate(rows):
@@ -176,9 +199,10 @@ def render_markdown(doc: dict) -> str:
     out.append("|---|---|---|---|---|")
     for d in doc["claims"]:
         tiers = ", ".join(f"{t['tier']} {t['verdict']}" for t in d["tiers"]) or _md_escape_cell(_not_run_reason(d))
-        out.append(f"| [{d['id']}](#{_anchor(d['id'])}) | {_md_escape_cell(d['title'])} | **{d['verdict']}** | "
+        out.append(f"| [{d['id']}](#{_anchor(d['id'])}) | {_md_escape_cell(d['title'])} | **{_md_escape_cell(_headline(d))}** | "
                    f"{tiers} | {_md_escape_cell(d['source'])} |")
     out.append("")
+    out.extend(_md_findings(doc))
     for d in doc["claims"]:
         out.extend(_md_claim(d))
     out.append("---")
@@ -266,6 +290,28 @@ def _md_audit(au: dict) -> list[str]:
     return out
 
 
+_FINDINGS_INTRO = ("Each verdict above is decided by one reading: the paper's own statement, in its own scope and "
+                   "setting. Every other reading is a finding, with its own verdict and evidence; a finding that "
+                   "FAILs is not a FAIL of the paper.")
+
+
+def _md_findings(doc: dict) -> list[str]:
+    findings = doc.get("findings") or all_findings(doc["claims"])
+    if not findings:
+        return []
+    out = ["## Findings", "", _FINDINGS_INTRO, "",
+           "| claim (verdict) | kind | reading | its verdict | evidence |", "|---|---|---|---|---|"]
+    for f in findings:
+        out.append(f"| [{f['claim']}](#{_anchor(f['claim'])}) ({f['claim_verdict']}) | {_md_escape_cell(f['kind'])} | "
+                   f"{_md_escape_cell(f['reading'])} | **{f['verdict']}** | {_md_escape_cell(f['detail'])} |")
+    out.append("")
+    return out
+
+
+def _finding_numbers(f: dict) -> str:
+    return "; ".join(_audit_number_text(n) for n in f.get("numbers", []))
+
+
 def _anchor(cid: str) -> str:
     return cid.lower().replace(".", "")
 
@@ -274,6 +320,12 @@ def _md_claim(d: dict) -> list[str]:
     out = [f"## {_md(d['id'])} — {_md(d['title'])}", "", f"**Verdict: {d['verdict']}**  ·  source: {_md(d['source'])}  ·  "
            f"tiers: {', '.join(d['tiers_supported'])}  ·  decided by profile `{d['decided_by']}`  ·  "
            f"claim seed {d['seed']}", "", f"*Formalization checked:* {_md(d['statement'])}", ""]
+    pr = d.get("primary_reading") or {}
+    if pr:
+        out += [f"*Primary reading (decides):* {_md(pr['statement'])} ({_md(pr['cite'])})"
+                + (f" Setting: {_md(pr['setting'])}" if pr.get("setting") else ""), ""]
+        if pr.get("review"):
+            out += [f"*Review:* {_md(pr['review'])}", ""]
     if d.get("note"):
         out += [f"> {_md(d['note'])}", ""]
     for t in d["tiers"]:
@@ -290,8 +342,17 @@ def _md_claim(d: dict) -> list[str]:
         if t.get("conclusion_without_assumptions"):
             out += [f"Conclusion where an assumption fails: {_md(t['conclusion_without_assumptions'])}", ""]
         for r in t.get("readings", []):
-            out.append(f"- reading *{_md(r.get('name'))}*: **{_md(r.get('verdict', ''))}** — {_md(r.get('detail', ''))}")
+            out.append(f"- criterion *{_md(r.get('name'))}*: **{_md(r.get('verdict', ''))}** — {_md(r.get('detail', ''))}")
         if t.get("readings"):
+            out.append("")
+        if t.get("findings"):
+            out += ["Findings (other readings; they do not decide the verdict):", ""]
+            for f in t["findings"]:
+                out.append(f"- *{_md(f['kind'])}*: {_md(f['reading'])} — **{f['verdict']}**: {_md(f['detail'])}")
+                if f.get("numbers"):
+                    out.append(f"  - {_md(_finding_numbers(f))}")
+                if f.get("counterexample"):
+                    out.append(f"  - counterexample: `{_md(_clip(json.dumps(f['counterexample']), 600))}`")
             out.append("")
         if t["numbers"]:
             out.append("| " + " | ".join(_NUM_HEAD) + " |")
@@ -344,15 +405,32 @@ def render_html(doc: dict, out_dir: Path) -> str:
     parts.append("<table><tr><th>claim</th><th>title</th><th>verdict</th><th>tiers</th><th>source</th></tr>")
     for d in doc["claims"]:
         tiers = ", ".join(f"{_e(t['tier'])} {_e(t['verdict'])}" for t in d["tiers"]) or _e(_not_run_reason(d))
+        note = _headline(d)[len(d["verdict"]):].strip()
         parts.append(f'<tr><td><a href="#{_e(_anchor(d["id"]))}">{_e(d["id"])}</a></td><td>{_e(d["title"])}</td>'
-                     f"<td>{_badge(d['verdict'])}</td><td>{tiers}</td><td>{_e(d['source'])}</td></tr>")
+                     f"<td>{_badge(d['verdict'])}{' <small>' + _e(note) + '</small>' if note else ''}</td>"
+                     f"<td>{tiers}</td><td>{_e(d['source'])}</td></tr>")
     parts.append("</table>")
+    parts.extend(_html_findings(doc))
     for d in doc["claims"]:
         parts.extend(_html_claim(d, out_dir))
     parts.append('<p class="muted">Versions: ' + _e(", ".join(f"{k} {v}" for k, v in doc["versions"].items()))
                  + "</p>")
     parts += ["</body>", "</html>"]
     return "\n".join(parts) + "\n"
+
+
+def _html_findings(doc: dict) -> list[str]:
+    findings = doc.get("findings") or all_findings(doc["claims"])
+    if not findings:
+        return []
+    out = ['<section id="findings"><h2>Findings</h2>', f"<p>{_e(_FINDINGS_INTRO)}</p>",
+           "<table><tr><th>claim (verdict)</th><th>kind</th><th>reading</th><th>its verdict</th><th>evidence</th></tr>"]
+    for f in findings:
+        out.append(f'<tr><td><a href="#{_e(_anchor(f["claim"]))}">{_e(f["claim"])}</a> ({_e(f["claim_verdict"])})</td>'
+                   f"<td>{_e(f['kind'])}</td><td>{_e(f['reading'])}</td><td>{_badge(f['verdict'])}</td>"
+                   f"<td>{_e(f['detail'])}</td></tr>")
+    out.append("</table></section>")
+    return out
 
 
 _STATUS_COLOR = {"holds": "#1a7f37", "fails": "#cf222e", "undecided": "#6e7781"}
@@ -432,6 +510,12 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
            f"<p class=\"muted\">source: {_e(d['source'])} · tiers: {_e(', '.join(d['tiers_supported']))} · decided by "
            f"profile <code>{_e(d['decided_by'])}</code> · claim seed {_e(d['seed'])}</p>",
            f"<p><i>Formalization checked:</i> {_e(d['statement'])}</p>"]
+    pr = d.get("primary_reading") or {}
+    if pr:
+        out.append(f"<p><i>Primary reading (decides):</i> {_e(pr['statement'])} ({_e(pr['cite'])})"
+                   + (f" Setting: {_e(pr['setting'])}" if pr.get("setting") else "") + "</p>")
+        if pr.get("review"):
+            out.append(f"<p><i>Review:</i> {_e(pr['review'])}</p>")
     if d.get("note"):
         out.append(f"<p><b>{_e(d['note'])}</b></p>")
     for t in d["tiers"]:
@@ -446,8 +530,16 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
         if t.get("conclusion_without_assumptions"):
             out.append(f"<p>Conclusion where an assumption fails: {_e(t['conclusion_without_assumptions'])}</p>")
         if t.get("readings"):
-            out.append("<ul>" + "".join(f"<li>reading <i>{_e(r.get('name'))}</i>: <b>{_e(r.get('verdict', ''))}</b> — "
+            out.append("<ul>" + "".join(f"<li>criterion <i>{_e(r.get('name'))}</i>: <b>{_e(r.get('verdict', ''))}</b> — "
                                          f"{_e(r.get('detail', ''))}</li>" for r in t["readings"]) + "</ul>")
+        if t.get("findings"):
+            items = []
+            for f in t["findings"]:
+                extra = _finding_numbers(f)
+                cex = (f"<pre>{_e(json.dumps(f['counterexample'], indent=1))}</pre>" if f.get("counterexample") else "")
+                items.append(f"<li><i>{_e(f['kind'])}</i>: {_e(f['reading'])} {_badge(f['verdict'])} {_e(f['detail'])}"
+                             + (f"<br/><small>{_e(extra)}</small>" if extra else "") + cex + "</li>")
+            out.append("<p>Findings (other readings; they do not decide the verdict):</p><ul>" + "".join(items) + "</ul>")
         if t["numbers"]:
             out.append("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in _NUM_HEAD) + "</tr>")
             for row in _number_rows(t["numbers"]):

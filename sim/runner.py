@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .claims.base import PROFILES, Claim, Context, crash_result
-from .verdict import ClaimResult, Verdict, combine_verdicts, to_jsonable
+from .verdict import ClaimResult, Verdict, combine_verdicts, headline, to_jsonable
 
 __all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "atomic_write_text", "DEFAULT_REPORTS"]
 
@@ -114,12 +114,15 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
     note = ""
     if not tiers:
         note = claim.pending or f"not run in profile {config.profile!r}; decided by profile {claim.decided_by!r}"
+    verdict = combine_verdicts(r.verdict for r in results)  # findings never decide
+    primary = {} if claim.primary is None else {**dataclasses.asdict(claim.primary), "cite": claim.primary.cite()}
     return ClaimResult(
         id=claim.id, title=claim.title, paper=claim.source.paper, source=claim.source.cite(),
         statement=claim.statement, tiers_supported=list(claim.tiers), decided_by=claim.decided_by,
-        verdict=combine_verdicts(r.verdict for r in results), tiers=results,
+        verdict=verdict, tiers=results,
         seed=ctx.seed_for("claim"), config_hash=config.digest(),
-        elapsed_s=round(time.perf_counter() - t0, 3), note=note)
+        elapsed_s=round(time.perf_counter() - t0, 3), note=note, primary_reading=primary,
+        headline=headline(verdict, (f for r in results for f in r.findings)))
 
 
 def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool) -> None:

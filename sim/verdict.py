@@ -29,12 +29,15 @@ __all__ = [
     "Outcome",
     "Number",
     "Assumption",
+    "FindingKind",
+    "Finding",
     "TierResult",
     "ClaimResult",
     "Z_DEFAULT",
     "compare",
     "tier_verdict",
     "combine_verdicts",
+    "headline",
     "to_jsonable",
 ]
 
@@ -125,6 +128,45 @@ class Assumption:
     numbers: tuple[Number, ...] = ()
 
 
+class FindingKind(str, enum.Enum):
+    """What a finding reads instead of the paper's own statement (``shared/CLAIMS.md``: one
+    reading decides; every other one is a finding, reported beside the verdict)."""
+
+    LITERAL = "literal statement"  # the words taken literally where the paper means less ("equals" for "approximates")
+    STRICTER = "stricter criterion"  # a test the paper does not make (per-position argmax, a fixed prefactor)
+    OUTSIDE = "outside the paper's setting"  # another model, root law, output reading or regime
+    REFERENCE_CODE = "reference code"  # what the authors' code does, where it differs from the paper
+    UNSTATED = "unstated assumption"  # something the statement needs and the paper does not say
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A reading other than the paper's own statement, with its own verdict and evidence.
+
+    A finding never decides the claim's verdict: a FAIL here means "this other reading
+    fails", reported beside the primary verdict (``PASS (finding: ...)``).
+    ``reading`` says the reading in words; ``detail`` is the one line with the number that
+    settles it (e.g. "the exact identity of step 3 fails on 15.7% ± 0.3% of prompts").
+    """
+
+    kind: FindingKind
+    reading: str
+    verdict: Verdict
+    detail: str
+    numbers: tuple[Number, ...] = ()
+    counterexample: dict[str, Any] | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", FindingKind(self.kind))
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
+        object.__setattr__(self, "numbers", tuple(self.numbers))
+        if not self.reading or not self.detail:
+            raise ValueError("a Finding needs the reading and the detail that settles it")
+
+
 @dataclass
 class TierResult:
     """The evidence one tier produced for one claim."""
@@ -140,7 +182,10 @@ class TierResult:
     conclusion_without_assumptions: str | None = None
     figures: list[str] = field(default_factory=list)
     budget: str = ""  # what would decide an INCONCLUSIVE result
+    # Criteria of the primary reading, reported one by one (each part of the deciding reading).
     readings: list[dict[str, Any]] = field(default_factory=list)
+    # Other readings (literal, stricter, another setting, the reference code): never deciding.
+    findings: list[Finding] = field(default_factory=list)
     elapsed_s: float = 0.0
     error: str | None = None
 
@@ -160,6 +205,20 @@ class ClaimResult:
     config_hash: str
     elapsed_s: float = 0.0
     note: str = ""
+    # The paper's own statement, in its own scope and setting: the one reading that decides.
+    primary_reading: dict[str, Any] = field(default_factory=dict)
+    # The verdict with the failing findings beside it: "PASS (finding: ...)".
+    headline: str = ""
+
+
+def headline(verdict: Verdict, findings: Iterable[Finding]) -> str:
+    """``verdict`` with the findings whose own reading does not PASS, e.g.
+    ``PASS (finding: the exact identity of step 3 fails on 15.7% of prompts)``."""
+    notes = [f.detail for f in findings if f.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE, Verdict.ERROR)]
+    if not notes:
+        return str(verdict)
+    word = "finding" if len(notes) == 1 else "findings"
+    return f"{verdict} ({word}: {'; '.join(notes)})"
 
 
 def compare(value: float, threshold: float, *, stderr: float = 0.0, z: float = Z_DEFAULT,

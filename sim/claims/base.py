@@ -23,6 +23,7 @@ from ..verdict import Assumption, Number, Outcome, TierResult, Verdict, tier_ver
 
 __all__ = [
     "Source",
+    "PrimaryReading",
     "Claim",
     "Context",
     "TIERS",
@@ -76,6 +77,30 @@ class Source:
 
 
 @dataclass(frozen=True)
+class PrimaryReading:
+    """The paper's own statement, in its own scope and setting: the one reading that decides.
+
+    ``statement`` quotes or closely paraphrases the seed (``shared/seeds/<seed>_*.txt``,
+    ``lines``); ``setting`` says the scope the paper states it in (model, prior, regime);
+    ``review`` says why the tier checks decide this reading and not a literal, stricter or
+    transferred one. Everything else a claim measures is a :class:`~sim.verdict.Finding`.
+    """
+
+    statement: str
+    seed: str  # "002": the seed file's number
+    lines: str  # "41" or "41-43": where the statement is in that file
+    setting: str = ""
+    review: str = ""
+
+    def __post_init__(self):
+        if not self.statement or not self.seed or not self.lines:
+            raise ValueError("a PrimaryReading needs the statement, its seed and its lines")
+
+    def cite(self) -> str:
+        return f"seed {self.seed}, line{'s' if '-' in self.lines else ''} {self.lines}"
+
+
+@dataclass(frozen=True)
 class Claim:
     """One catalogue entry made executable.
 
@@ -98,6 +123,8 @@ class Claim:
     figures: tuple[str, ...] = ()
     #: Said in the report when no tier runs in the active profile (e.g. why, and where it is decided).
     pending: str = ""
+    #: The paper's own statement that decides the verdict (see :class:`PrimaryReading`).
+    primary: PrimaryReading | None = None
 
     def __post_init__(self):
         unknown = set(self.checks) - set(TIERS)
