@@ -16,7 +16,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
-# icl-verify exits 1 when a claim FAILs: a finding, reported, not a broken run; other codes are errors.
+# icl-verify exits 0 (no FAIL), 1 (a claim FAILed: a finished run, reported), 2 (usage or input error)
+# or 3 (internal error: a crashed check or a bug). Only 1 is turned into success here.
 report: setup
 	@$(BIN)/icl-verify run --profile $(PROFILE); status=$$?; \
 	if [ $$status -eq 1 ]; then echo "make report: the run finished; some claims FAILED (see the report above)"; \

@@ -5,17 +5,26 @@
     icl-verify show RUN_DIR              print a finished run's summary
     icl-verify prior SPEC [options]      audit claims under a prior on transition matrices
     icl-verify sweep --out DIR [options] train a grid of models on the K-chain Markov task, locally or on Dask
+
+Exit codes: 0 every claim ran and none FAILed; 1 at least one claim FAILed (a finished run);
+2 a usage or input error (one line says what, nothing is written); 3 an internal error (a check
+crashed: its claim is ERROR in the report; or the tool itself failed: --debug shows the traceback).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 from .claims.base import PROFILES
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+_EXIT_EPILOG = ("exit codes: 0 every claim ran and none FAILed; 1 at least one FAIL; 2 usage or input error; "
+                "3 internal error (a crashed check or a bug; --debug shows the traceback)")
+#: What a run uses when neither the command line nor (with --resume) the run's run.json says.
+_RUN_DEFAULTS = {"profile": "quick", "claims": "*", "seed": 0, "device": "auto", "z": 3.0}
 
 
 def _nonneg_int(text: str) -> int:
@@ -40,28 +49,30 @@ def _positive_float(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {v}")
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
     return v
 
 
-def _add_run_options(p: argparse.ArgumentParser, *, default_claims: str = "*") -> None:
-    p.add_argument("--profile", choices=PROFILES, default="quick",
-                   help="how hard to try: quick (minutes on a laptop), standard (~20 min), paper (the papers' "
-                        "sizes; GPU or patience). Default: quick")
-    p.add_argument("--claims", default=default_claims, metavar="PATTERN",
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    # Defaults are None here and filled in by _run_settings, so that --resume can take them from run.json.
+    p.add_argument("--profile", choices=PROFILES, default=None,
+                   help="how hard to try: quick (minutes on a laptop), standard (larger samples and budgets), paper "
+                        "(the papers' sizes; GPU or patience). Default: quick")
+    p.add_argument("--claims", default=None, metavar="PATTERN",
                    help="comma-separated globs over claim ids, e.g. 'W.*' or 'W.L1,N.K3' (default: all)")
-    p.add_argument("--seed", type=_nonneg_int, default=0, help="master seed; every number in the report is "
+    p.add_argument("--seed", type=_nonneg_int, default=None, help="master seed; every number in the report is "
                    "reproducible from it (default 0)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
                    help="torch device for Monte Carlo and training; auto picks cuda when present (default auto)")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where to write the report (default reports/<run-id>/, the run id derived from the config)")
     p.add_argument("--resume", action="store_true",
-                   help="continue an interrupted run in --out (or the default folder): finished claims are kept")
+                   help="continue an interrupted run in --out: its settings are read from DIR/run.json, and finished "
+                        "claims are kept")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE", type=Path,
                    help="a Python file defining CLAIMS = [...] of your own claims (repeatable)")
-    p.add_argument("--z", type=_positive_float, default=3.0,
+    p.add_argument("--z", type=_positive_float, default=None,
                    help="standard errors of margin a Monte Carlo or trained PASS needs (default 3)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
 
@@ -70,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="icl-verify",
         description="Verify the claims of the papers on how transformers learn causal structure in context: "
-                    "exact, symbolic, property-based, Monte Carlo and trained checks with honest verdicts.")
+                    "exact, symbolic, property-based, Monte Carlo and trained checks with honest verdicts.",
+        epilog=_EXIT_EPILOG)
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -80,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_list.add_argument("--plugin", action="append", default=[], metavar="FILE", type=Path,
                         help="also list the claims of this plugin file")
 
-    p_run = sub.add_parser("run", help="run claims and write report.md, report.html, results.json, junit.xml")
+    p_run = sub.add_parser("run", help="run claims and write report.md, report.html, results.json, junit.xml",
+                           epilog=_EXIT_EPILOG)
     _add_run_options(p_run)
 
     p_show = sub.add_parser("show", help="print the summary of a finished run")
@@ -107,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_prior.add_argument("--graph", action="append", default=None, metavar="GRAPH",
                          help="graph for N's root-fraction and T_eff items: chain[:T], icf[:T], star[:T], roots[:T] or "
                               "a parent list such as '[-1,0,1,-1]' (repeatable; default chain:20 and icf:20)")
-    _add_run_options(p_prior, default_claims="*")
+    _add_run_options(p_prior)
     _add_sweep_parser(sub)
     return parser
 
@@ -203,7 +217,10 @@ def main(argv=None) -> int:
         if args.command == "sweep":
             return _cmd_sweep(args)
     except KeyboardInterrupt:
-        print("\ninterrupted; finished claims are saved: rerun with --resume to continue", file=sys.stderr)
+        started = args.command in ("run", "prior") and getattr(args, "_out_dir", None) is not None
+        hint = (f"; the claims that finished are saved: `icl-verify run --resume --out {args._out_dir}` continues"
+                if started else "")
+        print(f"\ninterrupted{hint}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `icl-verify list | head`: the reader left; not an error
         import os
@@ -213,6 +230,12 @@ def main(argv=None) -> int:
     except _UserError as exc:
         print(f"icl-verify: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # a bug of ours, or an environment failure: one line, the traceback on --debug
+        if args.debug:
+            raise
+        print(f"icl-verify: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
     parser.error(f"unknown command {args.command!r}")
     return EXIT_USAGE
 
@@ -227,8 +250,12 @@ def _load_plugins(paths) -> None:
     for p in paths:
         try:
             claims.load_plugin(p)
-        except (FileNotFoundError, ValueError, TypeError, SyntaxError, ImportError) as exc:
+        except (OSError, ValueError, TypeError, SyntaxError, ImportError) as exc:
             raise _UserError(f"cannot load claim plugin {p}: {exc}") from None
+    try:
+        claims.all_claims()  # installed packages' claims load here; their errors are the user's input too
+    except (ValueError, TypeError, ImportError) as exc:
+        raise _UserError(str(exc)) from None
 
 
 def _cmd_list(args) -> int:
@@ -268,14 +295,43 @@ def _last_verdicts(reports: Path) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _run_settings(args) -> None:
+    """Fill the run options the user left out: from the run's run.json with --resume (so
+    ``icl-verify run --resume --out DIR`` continues exactly that run), else the defaults.
+    An option given with --resume must agree with run.json."""
+    from .runner import RunError, read_run_json
+
+    saved = {}
+    if getattr(args, "resume", False):
+        if args.out is None:
+            raise _UserError("--resume needs --out DIR, the folder of the run to continue")
+        try:
+            doc = read_run_json(args.out)
+        except RunError as exc:
+            raise _UserError(str(exc)) from None
+        if doc is None:
+            raise _UserError(f"--resume: {args.out} holds no run to resume (no run.json)")
+        saved = dict(doc["config"])
+        saved["device"] = saved.get("device", "auto")
+        for key in _RUN_DEFAULTS:
+            given = getattr(args, key)
+            if given is not None and key in saved and given != saved[key] and not (key == "device" and given == "auto"):
+                raise _UserError(f"--resume: the run in {args.out} was made with --{key} {saved[key]}, not {given}; "
+                                 f"leave --{key} out to continue it, or start a fresh run in another folder")
+    for key, default in _RUN_DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, saved.get(key, default))
+
+
 def _make_config(args, prior_spec=None, overrides=None):
+    from . import claims
     from .device import DeviceError, resolve_device
     from .runner import RunConfig, RunError
 
     try:
         device = resolve_device(args.device)
         return RunConfig(profile=args.profile, claims=args.claims, seed=args.seed, device=device,
-                         prior=prior_spec, z=args.z, overrides=overrides or {})
+                         prior=prior_spec, z=args.z, overrides=overrides or {}, plugins=claims.plugin_digests())
     except (DeviceError, RunError) as exc:
         raise _UserError(str(exc)) from None
 
@@ -295,6 +351,9 @@ def _execute(args, config, selected, prior=None, header_extra="", audit=None) ->
 
     print(f"icl-verify {config.run_id}: profile={config.profile} seed={config.seed} device={config.device} "
           f"claims={len(selected)} ({config.claims}){header_extra}", file=sys.stderr)
+    from .runner import DEFAULT_REPORTS
+
+    args._out_dir = args.out if args.out is not None else DEFAULT_REPORTS / config.run_id
     try:
         out_dir, dicts = run(config, selected, out_dir=args.out, resume=args.resume, prior=prior,
                              show_progress=not args.no_progress, audit=audit)
@@ -302,14 +361,19 @@ def _execute(args, config, selected, prior=None, header_extra="", audit=None) ->
         raise _UserError(str(exc)) from None
     print(summary_table(dicts))
     print(f"\nReport: {out_dir / 'report.md'}  (also report.html, results.json, junit.xml)")
-    bad = [d["id"] for d in dicts if d["verdict"] in ("FAIL", "ERROR")]
-    if bad:
-        print(f"{len(bad)} claim(s) FAILED or crashed: {', '.join(bad)}", file=sys.stderr)
-        return EXIT_FAIL
-    return EXIT_OK
+    crashed = [d["id"] for d in dicts if d["verdict"] == "ERROR"]
+    failed = [d["id"] for d in dicts if d["verdict"] == "FAIL"]
+    if failed:
+        print(f"{len(failed)} claim(s) FAILED: {', '.join(failed)}", file=sys.stderr)
+    if crashed:
+        print(f"{len(crashed)} check(s) crashed (ERROR in the report, with the traceback): {', '.join(crashed)}",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+    return EXIT_FAIL if failed else EXIT_OK
 
 
 def _cmd_run(args) -> int:
+    _run_settings(args)
     _load_plugins(args.plugin)
     selected = _select(args.claims)
     config = _make_config(args)
@@ -321,7 +385,7 @@ def _cmd_show(args) -> int:
 
     try:
         doc = load_results(args.run_dir)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:
         raise _UserError(str(exc)) from None
     cfg = doc["config"]
     print(f"{doc['run_id']}: profile={cfg['profile']} seed={cfg['seed']} device={cfg['device']} "
@@ -341,6 +405,7 @@ def _cmd_show(args) -> int:
 def _cmd_prior(args) -> int:
     from .audit import run_prior_audit
 
+    _run_settings(args)
     _load_plugins(args.plugin)
     return run_prior_audit(args, make_config=_make_config, select=_select, execute=_execute, user_error=_UserError)
 

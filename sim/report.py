@@ -11,6 +11,7 @@ import base64
 import html
 import json
 import platform
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -58,18 +59,27 @@ def git_commit() -> str | None:
 
 
 def load_results(run_dir: Path) -> dict[str, Any]:
+    """A finished run's results.json; ``FileNotFoundError`` (unfinished run, with the resume
+    command) or ``ValueError`` (not a results.json this tool wrote) otherwise."""
     path = Path(run_dir) / "results.json"
     if not path.exists():
         partial = sorted((Path(run_dir) / "results").glob("*.json")) if (Path(run_dir) / "results").exists() else []
         hint = f" ({len(partial)} claims finished; resume with icl-verify run --resume --out {run_dir})" if partial else ""
         raise FileNotFoundError(f"{run_dir} has no results.json: the run did not finish{hint}")
-    return json.loads(path.read_text())
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} cannot be read as JSON ({exc}); rerun the claims to rewrite it") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("claims"), list):
+        raise ValueError(f"{path} is not an icl-verify results file (schema {SCHEMA}); rerun the claims to rewrite it")
+    return doc
 
 
 def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: float, prior=None, audit=None) -> dict:
     """Write results.json, report.md, report.html and junit.xml. ``audit`` (the JSON form of a
     :class:`sim.audit.PriorAudit`) adds the assumptions table at the top of each report."""
-    from .runner import atomic_write_text, claim_counts
+    from .runner import atomic_write_text, claim_counts, dump_json
+    from .verdict import to_jsonable
 
     out_dir = Path(out_dir)
     doc = {
@@ -90,7 +100,7 @@ def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: fl
         "audit": audit,
         "claims": list(dicts),
     }
-    atomic_write_text(out_dir / "results.json", json.dumps(doc, indent=2))
+    atomic_write_text(out_dir / "results.json", dump_json(to_jsonable(doc)))
     atomic_write_text(out_dir / "report.md", render_markdown(doc))
     atomic_write_text(out_dir / "report.html", render_html(doc, out_dir))
     atomic_write_text(out_dir / "junit.xml", render_junit(doc))
@@ -173,11 +183,23 @@ def _number_rows(numbers: Sequence[dict]) -> list[list[str]]:
 _NUM_HEAD = ["number", "value", "± (s.e.)", "n", "seed", "tolerance", "kind", "note"]
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _printable(text) -> str:
+    """``text`` with control characters written out (``\\x1b``): XML forbids them, terminals obey them."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
 # -- markdown -------------------------------------------------------------------------------
 def _md(text) -> str:
-    """Text from claims/configs in Markdown: ``&`` and ``<`` escaped, so no renderer runs it as
-    markup (``>`` is left alone: harmless mid-line, and arrows like ``->`` stay readable)."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;")
+    """Text from claims/configs in Markdown, safe in a renderer and readable in a terminal.
+
+    Only what could start markup is escaped: ``<`` before a letter, ``/``, ``!`` or ``?`` (a
+    tag, comment or declaration) and ``&`` before an entity name. ``I(x;y) <= b`` and ``->``
+    stay as written."""
+    text = re.sub(r"&(?=#?[A-Za-z0-9]+;)", "&amp;", _printable(text))
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)
 
 
 def _md_escape_cell(text: str) -> str:
@@ -386,7 +408,7 @@ def _badge(v: str) -> str:
 
 
 def _e(x) -> str:
-    return html.escape(str(x), quote=True)
+    return html.escape(_printable(x), quote=True)
 
 
 def render_html(doc: dict, out_dir: Path) -> str:
@@ -563,27 +585,33 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
 
 
 # -- junit ----------------------------------------------------------------------------------
+def _qa(text) -> str:
+    return quoteattr(_printable(text))
+
+
 def render_junit(doc: dict) -> str:
     claims = doc["claims"]
     fails = sum(d["verdict"] == "FAIL" for d in claims)
     errors = sum(d["verdict"] == "ERROR" for d in claims)
     skipped = sum(d["verdict"] in ("NOT_RUN", "INCONCLUSIVE", "ASSUMPTION_UNMET") for d in claims)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             f"<testsuites><testsuite name={quoteattr('icl-verify ' + doc['run_id'])} tests=\"{len(claims)}\" "
+             f"<testsuites><testsuite name={_qa('icl-verify ' + doc['run_id'])} tests=\"{len(claims)}\" "
              f"failures=\"{fails}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{doc['elapsed_s']}\">"]
     for d in claims:
-        lines.append(f"<testcase classname={quoteattr('icl_verify.' + d['paper'])} name={quoteattr(d['id'])} "
+        lines.append(f"<testcase classname={_qa('icl_verify.' + d['paper'])} name={_qa(d['id'])} "
                      f"time=\"{d['elapsed_s']}\">")
         msg = "; ".join(f"{t['tier']}: {t['summary']}" for t in d["tiers"]) or d.get("note", "")
         if d["verdict"] == Verdict.FAIL.value:
             cex = next((t.get("counterexample") for t in d["tiers"] if t.get("counterexample")), None)
-            body = html.escape(json.dumps(cex, indent=1)) if cex else ""
-            lines.append(f"<failure message={quoteattr(msg)}>{body}</failure>")
+            body = _e(json.dumps(cex, indent=1)) if cex else ""
+            lines.append(f"<failure message={_qa(msg)}>{body}</failure>")
         elif d["verdict"] == Verdict.ERROR.value:
             err = next((t.get("error") for t in d["tiers"] if t.get("error")), "")
-            lines.append(f"<error message={quoteattr(msg)}>{html.escape(err or '')}</error>")
+            lines.append(f"<error message={_qa(msg)}>{_e(err or '')}</error>")
         elif d["verdict"] != Verdict.PASS.value:
-            lines.append(f"<skipped message={quoteattr(d['verdict'] + ': ' + msg)} />")
+            lines.append(f"<skipped message={_qa(d['verdict'] + ': ' + msg)} />")
+        if d.get("headline") and d["headline"] != d["verdict"]:
+            lines.append(f"<system-out>{_e(d['headline'])}</system-out>")
         lines.append("</testcase>")
     lines.append("</testsuite></testsuites>")
     return "\n".join(lines) + "\n"

@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -28,9 +28,13 @@ from typing import Any, Callable, Sequence
 from .claims.base import PROFILES, Claim, Context, crash_result
 from .verdict import ClaimResult, Verdict, combine_verdicts, headline, to_jsonable
 
-__all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "atomic_write_text", "DEFAULT_REPORTS"]
+__all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "atomic_write_text", "dump_json", "DEFAULT_REPORTS",
+           "RUN_SCHEMA"]
 
 DEFAULT_REPORTS = Path("reports")
+#: Marks a folder as an icl-verify run (in its run.json): the only non-empty folder a run writes into.
+RUN_SCHEMA = "icl-verify/run/v1"
+_LOCK = ".icl-verify.lock"
 
 
 class RunError(RuntimeError):
@@ -48,6 +52,8 @@ class RunConfig:
     prior: str | None = None
     z: float = 3.0
     overrides: dict = field(default_factory=dict)
+    #: Plugin files and the sha256 of their content: an edited plugin is a new configuration.
+    plugins: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.profile not in PROFILES:
@@ -56,8 +62,8 @@ class RunConfig:
             raise RunError(f"seed must be a non-negative integer, got {self.seed!r}")
         if self.device not in ("cpu", "cuda"):
             raise RunError(f"device must be resolved to cpu or cuda, got {self.device!r}")
-        if not self.z > 0:
-            raise RunError(f"z must be positive, got {self.z!r}")
+        if not (isinstance(self.z, (int, float)) and math.isfinite(self.z) and self.z > 0):
+            raise RunError(f"z must be a positive finite number, got {self.z!r}")
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -65,7 +71,7 @@ class RunConfig:
     def digest(self) -> str:
         from . import __version__
 
-        blob = json.dumps({**self.as_dict(), "version": __version__}, sort_keys=True, default=str)
+        blob = json.dumps({**self.as_dict(), "version": __version__}, sort_keys=True, default=str, allow_nan=False)
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
     @property
@@ -73,12 +79,27 @@ class RunConfig:
         return f"{self.profile}-seed{self.seed}-{self.digest()}"
 
 
+def dump_json(obj) -> str:
+    """Strict JSON (no NaN or Infinity: ``to_jsonable`` writes them as strings first)."""
+    return json.dumps(obj, indent=2, allow_nan=False)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader (or a killed run) never sees half a file."""
+    """Write ``text`` to ``path`` so a reader (or a killed run) never sees half a file.
+
+    The file gets the usual permissions (0666 less the umask), like the figures beside it,
+    not mkstemp's private 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
@@ -106,8 +127,8 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         progress(f"{claim.id} [{tier}]")
         t1 = time.perf_counter()
         try:
-            res = claim.checks[tier](ctx)
-        except Exception as exc:  # a crash is reported, never turned into a verdict
+            res = _checked(claim.checks[tier](ctx), claim, tier)
+        except (Exception, SystemExit) as exc:  # a crash (or an exit) is that claim's ERROR, never the run's end
             res = crash_result(tier, exc)
         res.elapsed_s = round(time.perf_counter() - t1, 3)
         results.append(res)
@@ -125,20 +146,115 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         headline=headline(verdict, (f for r in results for f in r.findings)))
 
 
-def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool) -> None:
-    run_json = out_dir / "run.json"
+def _checked(res, claim: Claim, tier: str):
+    """A check's return value, refused unless it is a TierResult with a known verdict."""
+    from .verdict import Outcome, TierResult
+
+    if not isinstance(res, TierResult):
+        raise TypeError(f"the {tier} check of {claim.id} returned {type(res).__name__}, not a sim.verdict.TierResult")
+    try:
+        res.verdict, res.conclusion = Verdict(res.verdict), Outcome(res.conclusion)
+    except ValueError as exc:
+        raise TypeError(f"the {tier} check of {claim.id} returned an unknown verdict or conclusion: {exc}") from None
+    return res
+
+
+def read_run_json(out_dir: Path) -> dict | None:
+    """The run.json of an icl-verify run folder, or None when ``out_dir`` holds none.
+
+    A run.json that does not parse, or that lacks a run's keys, is an error: the folder is
+    then neither a run nor free to use."""
+    path = Path(out_dir) / "run.json"
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path} is not a run's run.json ({exc}); nothing was written. Use another --out") from None
+    if not isinstance(doc, dict) or not {"run_id", "config", "config_hash"} <= set(doc):
+        raise RunError(f"{path} is not an icl-verify run.json (it lacks run_id, config or config_hash); nothing was "
+                       "written. Use another --out")
+    return doc
+
+
+def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool, claim_ids: Sequence[str]) -> None:
+    """Make ``out_dir`` ready for this run without touching anything that is not a run's.
+
+    A fresh run writes into a new or empty folder, or into an earlier icl-verify run's folder
+    (its run.json says so), where it removes only what that run wrote: its per-claim results,
+    its figures (named ``<claim id>-*.png``) and its four reports. Anything else is refused."""
+    old = read_run_json(out_dir)
     if resume:
-        if not run_json.exists():
+        if old is None:
             raise RunError(f"--resume: {out_dir} holds no run to resume (no run.json)")
-        old = json.loads(run_json.read_text())
         if old.get("config_hash") != config.digest():
             raise RunError(f"--resume: the run in {out_dir} was made with a different configuration "
                            f"({old.get('config')}); start a fresh run or use a different --out")
         return
-    for name in ("results", "figures"):
-        shutil.rmtree(out_dir / name, ignore_errors=True)
+    if old is None:
+        found = sorted(p.name for p in out_dir.iterdir() if p.name != _LOCK)
+        if found:
+            shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+            raise RunError(f"--out {out_dir} is not empty and is not an icl-verify run folder (it holds {shown}); "
+                           "nothing was written or deleted. Choose a new or empty folder")
+        return
+    owned = set(old.get("claims", [])) | set(claim_ids)
+    for path in (out_dir / "results").glob("*.json") if (out_dir / "results").is_dir() else ():
+        if path.stem in owned:
+            path.unlink()
+    for path in (out_dir / "figures").glob("*.png") if (out_dir / "figures").is_dir() else ():
+        if any(path.name.startswith(f"{cid}-") for cid in owned):
+            path.unlink()
     for name in ("results.json", "report.md", "report.html", "junit.xml"):
         (out_dir / name).unlink(missing_ok=True)
+
+
+class _FolderLock:
+    """One run at a time per folder: ``.icl-verify.lock`` holds the writer's pid.
+
+    A lock left by a process that no longer exists (a SIGKILLed run) is taken over."""
+
+    def __init__(self, out_dir: Path):
+        self.path = Path(out_dir) / _LOCK
+        self.held = False
+
+    def __enter__(self):
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                pid = self._holder()
+                if pid is not None and pid != os.getpid() and _alive(pid):
+                    raise RunError(f"another icl-verify run (pid {pid}) is writing to {self.path.parent}; wait for "
+                                   f"it to finish or choose another --out") from None
+                self.path.unlink(missing_ok=True)  # stale: its writer is gone
+                continue
+            with os.fdopen(fd, "w") as fh:
+                fh.write(str(os.getpid()))
+            self.held = True
+            return self
+        raise RunError(f"cannot take the lock {self.path}; another run is starting there")
+
+    def _holder(self) -> int | None:
+        try:
+            return int(self.path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def __exit__(self, *exc):
+        if self.held:
+            self.path.unlink(missing_ok=True)
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = None, resume: bool = False,
@@ -149,18 +265,32 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
     the claim dicts once every claim has finished and returns it; it is written at the top
     of the reports, in the same final write that marks the run complete.
     """
-    from .report import write_reports
-
     if not claims:
         raise RunError("no claims selected")
     out_dir = Path(out_dir) if out_dir is not None else DEFAULT_REPORTS / config.run_id
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _prepare_dir(out_dir, config, resume)
+    try:
+        if out_dir.exists() and not out_dir.is_dir():
+            raise RunError(f"--out {out_dir} is a file, not a folder; nothing was written")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / f".icl-verify-write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise RunError(f"cannot write to --out {out_dir}: {exc.strerror or exc}") from None
+    with _FolderLock(out_dir):
+        return _run_locked(config, claims, out_dir, resume=resume, prior=prior, show_progress=show_progress,
+                           audit=audit)
+
+
+def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, audit):
+    from .report import write_reports
+
+    _prepare_dir(out_dir, config, resume, [c.id for c in claims])
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if not resume:
-        atomic_write_text(out_dir / "run.json", json.dumps(
-            {"run_id": config.run_id, "config": config.as_dict(), "config_hash": config.digest(),
-             "started": started, "claims": [c.id for c in claims]}, indent=2))
+        atomic_write_text(out_dir / "run.json", dump_json(
+            {"schema": RUN_SCHEMA, "run_id": config.run_id, "config": config.as_dict(), "config_hash": config.digest(),
+             "started": started, "claims": [c.id for c in claims]}))
     t0 = time.perf_counter()
     dicts: list[dict[str, Any]] = []
     bar = _progress_bar(len(claims), show_progress)
@@ -169,15 +299,15 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
             path = out_dir / "results" / f"{claim.id}.json"
             bar.set_description(claim.id)
             if resume and path.exists():
-                data = json.loads(path.read_text())
-                if data.get("config_hash") == config.digest():
+                data = _saved_result(path)  # None: unreadable (e.g. cut short by a crash): run the claim again
+                if data is not None and data.get("config_hash") == config.digest() and data.get("id") == claim.id:
                     dicts.append(data)
                     bar.update(1)
                     continue
             result = evaluate_claim(claim, config, out_dir, prior=prior,
                                     progress=lambda m: bar.set_postfix_str(m, refresh=True))
-            data = to_jsonable(result)
-            atomic_write_text(path, json.dumps(data, indent=2))
+            data, text = _serialised(result)
+            atomic_write_text(path, text)
             dicts.append(data)
             bar.update(1)
     finally:
@@ -185,6 +315,27 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
     audit_doc = audit(dicts) if callable(audit) else audit
     write_reports(out_dir, config, dicts, elapsed_s=time.perf_counter() - t0, prior=prior, audit=audit_doc)
     return out_dir, dicts
+
+
+def _saved_result(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _serialised(result: ClaimResult) -> tuple[dict, str]:
+    """A claim's result as strict JSON; a result that cannot be written becomes that claim's ERROR."""
+    try:
+        data = to_jsonable(result)
+        return data, dump_json(data)
+    except (TypeError, ValueError) as exc:
+        bad = TypeError(f"the result of {result.id} cannot be written as JSON: {exc}")
+        result.tiers = [crash_result(result.tiers[0].tier if result.tiers else "report", bad)]
+        result.verdict, result.headline = Verdict.ERROR, str(Verdict.ERROR)
+        data = to_jsonable(result)
+        return data, dump_json(data)
 
 
 def _progress_bar(total: int, enabled: bool):

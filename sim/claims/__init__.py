@@ -8,6 +8,7 @@ One module per paper (``wei``, ``nichani``, ``gibson``, ``edelman``), each expor
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -16,10 +17,14 @@ from typing import Iterable
 
 from .base import Claim
 
-__all__ = ["Claim", "all_claims", "get", "select", "load_plugin", "UnknownClaimError"]
+__all__ = ["Claim", "all_claims", "get", "select", "load_plugin", "load_entry_points", "plugin_digests",
+           "UnknownClaimError"]
 
 _PAPER_MODULES = ("wei", "nichani", "gibson", "edelman")
 _EXTRA: dict[str, Claim] = {}
+_ORIGIN: dict[str, str] = {}  # claim id -> where a user claim came from (plugin file or entry point)
+_DIGESTS: dict[str, str] = {}  # plugin file -> sha256 of its content (part of a run's configuration)
+_ENTRY_POINTS_LOADED = False
 
 
 class UnknownClaimError(KeyError):
@@ -41,7 +46,12 @@ def _builtin() -> list[Claim]:
 
 
 def all_claims() -> list[Claim]:
-    """Built-in claims in catalogue order, then plugin claims in load order."""
+    """Built-in claims in catalogue order, then plugin claims in load order (installed
+    packages' ``icl_verify.claims`` entry points are loaded on first use)."""
+    global _ENTRY_POINTS_LOADED
+    if not _ENTRY_POINTS_LOADED:
+        _ENTRY_POINTS_LOADED = True
+        load_entry_points()
     claims = _builtin()
     ids = [c.id for c in claims]
     dup = {i for i in ids if ids.count(i) > 1}
@@ -63,7 +73,10 @@ def select(pattern: str = "*") -> list[Claim]:
     A pattern that matches nothing is an error that lists the known ids.
     """
     claims = all_claims()
-    pats = [p.strip() for p in pattern.split(",") if p.strip()] or ["*"]
+    pats = [p.strip() for p in pattern.split(",") if p.strip()]
+    if not pats:
+        raise UnknownClaimError(f"--claims {pattern!r} names no claim; give ids or globs such as 'W.*' or "
+                                "'W.L1,N.K3' (leave --claims out to run them all)")
     chosen, seen = [], set()
     for p in pats:
         hits = [c for c in claims if fnmatch.fnmatchcase(c.id, p)]
@@ -77,18 +90,28 @@ def select(pattern: str = "*") -> list[Claim]:
     return sorted(chosen, key=lambda c: order[c.id])
 
 
-def register(claims: Iterable[Claim]) -> list[Claim]:
-    """Add user claims to the registry (ids must not clash with built-in ones)."""
+def register(claims: Iterable[Claim], origin: str = "register()") -> list[Claim]:
+    """Add user claims to the registry. An id may not clash with a built-in claim or with a
+    user claim from elsewhere: the error names both sources (a silent replacement could hide
+    a FAIL). Registering the same source again replaces its claims."""
     builtin_ids = {c.id for c in _builtin()}
-    added = []
+    claims = list(claims)
+    seen: dict[str, int] = {}
     for c in claims:
         if not isinstance(c, Claim):
             raise TypeError(f"expected sim.claims.Claim objects, got {type(c).__name__}")
         if c.id in builtin_ids:
-            raise ValueError(f"claim id {c.id!r} clashes with a built-in claim; choose another id")
+            raise ValueError(f"claim id {c.id!r} from {origin} clashes with a built-in claim; choose another id")
+        if c.id in seen:
+            raise ValueError(f"claim id {c.id!r} appears twice in {origin}; ids must be unique")
+        seen[c.id] = 1
+        if c.id in _EXTRA and _ORIGIN.get(c.id) != origin:
+            raise ValueError(f"claim id {c.id!r} from {origin} is already defined by {_ORIGIN.get(c.id)}; "
+                             "choose another id")
+    for c in claims:
         _EXTRA[c.id] = c
-        added.append(c)
-    return added
+        _ORIGIN[c.id] = origin
+    return claims
 
 
 def load_plugin(path: str | Path) -> list[Claim]:
@@ -100,11 +123,22 @@ def load_plugin(path: str | Path) -> list[Claim]:
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's code: its error is an input error, said in one line
+        raise ImportError(f"running it raised {type(exc).__name__}: {exc}") from exc
     claims = getattr(module, "CLAIMS", None)
     if claims is None:
         raise ValueError(f"claim plugin {path} defines no CLAIMS list")
-    return register(claims)
+    added = register(claims, origin=f"plugin {path}")
+    _DIGESTS[str(path.resolve())] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return added
+
+
+def plugin_digests() -> dict[str, str]:
+    """``{plugin file: sha256 of its content}`` for every plugin loaded: part of a run's
+    configuration, so an edited plugin never resumes from the old plugin's verdicts."""
+    return dict(_DIGESTS)
 
 
 def load_entry_points() -> list[Claim]:
@@ -113,6 +147,11 @@ def load_entry_points() -> list[Claim]:
 
     added = []
     for ep in entry_points(group="icl_verify.claims"):
-        obj = ep.load()
-        added += register(obj() if callable(obj) else obj)
+        origin = f"entry point {ep.name} = {ep.value}"
+        try:
+            obj = ep.load()
+            found = obj() if callable(obj) else obj
+        except Exception as exc:
+            raise ImportError(f"cannot load claims from the installed {origin}: {type(exc).__name__}: {exc}") from exc
+        added += register(found, origin=origin)
     return added

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import traceback
 import zlib
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 TIERS = ("symbolic", "exact", "property", "montecarlo", "trained")
+#: What a claim id may look like: it names ``results/<id>.json``, so no path may hide in it.
+CLAIM_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 PROFILES = ("quick", "standard", "paper")
 
 TierFn = Callable[["Context"], TierResult]
@@ -127,6 +130,9 @@ class Claim:
     primary: PrimaryReading | None = None
 
     def __post_init__(self):
+        if not isinstance(self.id, str) or not CLAIM_ID.fullmatch(self.id):
+            raise ValueError(f"claim id {self.id!r} is not valid: use letters, digits, '.', '_' and '-', starting "
+                             "with a letter, at most 64 characters (it names files in the run folder)")
         unknown = set(self.checks) - set(TIERS)
         if unknown:
             raise ValueError(f"claim {self.id}: unknown tiers {sorted(unknown)}")
