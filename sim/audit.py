@@ -228,6 +228,10 @@ class PriorAudit:
 
 
 # ------------------------------------------------------------------------------- graphs --
+#: Longest graph the audit accepts (N's tasks use T = 20; its items are computed per position).
+MAX_GRAPH_T = 100_000
+
+
 def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
     """A graph for N's items 4 and 5: ``chain[:T]``, ``icf[:T]`` (in-context function),
     ``star[:T]``, ``roots[:T]`` (no edges), or a parent list such as ``[-1, 0, 1, -1]``.
@@ -240,6 +244,8 @@ def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
             parents = json.loads(text)
         except json.JSONDecodeError as exc:
             raise PriorError(f"graph {text!r} is not a JSON list of parents: {exc}") from None
+        if isinstance(parents, list) and len(parents) > MAX_GRAPH_T:
+            raise PriorError(f"graph of {len(parents)} positions is more than {MAX_GRAPH_T}")
         name = "custom"
     else:
         kind, _, t = text.partition(":")
@@ -250,6 +256,8 @@ def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
             raise PriorError(f"graph {text!r}: T must be an integer, got {t!r}") from None
         if T < 2:
             raise PriorError(f"graph {text!r}: T must be at least 2 (one position and the query)")
+        if T > MAX_GRAPH_T:
+            raise PriorError(f"graph {text!r}: T = {T} positions is more than {MAX_GRAPH_T}; N's tasks use T = 20")
         if kind == "chain":
             parents = [-1] + list(range(T - 2)) + [-1]
         elif kind in ("icf", "function"):
@@ -1086,6 +1094,12 @@ def run_prior_audit(args, *, make_config, select, execute, user_error) -> int:
     before anything is written (exit 2)."""
     import sys
 
+    def say(msg):
+        if not getattr(args, "no_progress", False):
+            print(msg, file=sys.stderr, flush=True)
+
+    say(f"icl-verify prior: reading {args.spec!r}" + (" (calling the sampler once to learn d)" if "(" not in args.spec
+                                                      else ""))
     try:
         prior = parse_prior(args.spec)
         if args.d is not None:
@@ -1111,6 +1125,8 @@ def run_prior_audit(args, *, make_config, select, execute, user_error) -> int:
     config = make_config(args, prior_spec=prior.spec(), overrides=overrides)
     dims = [prior.d] if prior.d is not None else (claim_dims(selected, config.profile) or list(DEFAULT_DIMS))
     n_draws = getattr(args, "draws", None) or AUDIT_DRAWS[config.profile]
+    say(f"icl-verify prior: auditing the assumptions on {n_draws} draws at d = {', '.join(map(str, dims))} and "
+        f"{len(graphs)} graph(s)")
     try:
         audit = audit_prior(prior, dims=dims, n_draws=n_draws, seed=config.seed, graphs=graphs, z=config.z)
     except PriorError as exc:

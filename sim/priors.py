@@ -98,9 +98,21 @@ def _matrix_text(m: np.ndarray) -> str:
     return "[" + ", ".join("[" + ", ".join(_num(v) for v in row) + "]" for row in np.asarray(m)) + "]"
 
 
+#: Largest number of states a prior may have: the audit holds thousands of d x d draws at once,
+#: and the papers' tasks use d <= 20 (N's S = 10; W's d = 5 and 20).
+MAX_STATES = 256
+#: Largest number of permutations in doubly_stochastic (each draw sums k permutation matrices).
+MAX_PERMUTATIONS = 10_000
+#: Longest prior spec accepted, in characters, and its deepest nesting of priors.
+MAX_SPEC_CHARS, MAX_SPEC_DEPTH = 5_000, 32
+
+
 def _check_d(d) -> int:
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise PriorError(f"d must be a positive integer number of states, got {d!r}")
+    if d > MAX_STATES:
+        raise PriorError(f"d = {d} states is more than this tool handles (at most {MAX_STATES}: the audit holds "
+                         "thousands of d x d matrices at once)")
     return int(d)
 
 
@@ -334,6 +346,9 @@ class DoublyStochastic(_SymmetricNoFloor, Prior):
     def __post_init__(self):
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
             raise PriorError(f"doubly_stochastic: k (number of permutations) must be a positive integer, got {self.k!r}")
+        if self.k > MAX_PERMUTATIONS:
+            raise PriorError(f"doubly_stochastic: k = {self.k} permutations is more than {MAX_PERMUTATIONS}; a sum of "
+                             "that many is indistinguishable from the uniform matrix at any d this tool handles")
         if isinstance(self.alpha, bool) or not (isinstance(self.alpha, (int, float)) and np.isfinite(self.alpha)
                                                 and self.alpha > 0):
             raise PriorError(f"doubly_stochastic: alpha must be a positive number, got {self.alpha!r}")
@@ -761,6 +776,53 @@ class Symmetrize(Prior):
 
 
 # ------------------------------------------------------------------------ a user's sampler --
+#: Seconds a user's sampler may take for one call before it is stopped (``ICL_VERIFY_SAMPLER_TIMEOUT``).
+DEFAULT_SAMPLER_TIMEOUT = 120.0
+
+
+def sampler_timeout() -> float:
+    """The time limit for one call of a user's sampler: ``$ICL_VERIFY_SAMPLER_TIMEOUT`` seconds
+    (default 120; 0 turns the limit off)."""
+    import os
+
+    text = os.environ.get("ICL_VERIFY_SAMPLER_TIMEOUT", "")
+    try:
+        value = float(text) if text.strip() else DEFAULT_SAMPLER_TIMEOUT
+    except ValueError:
+        raise PriorError(f"ICL_VERIFY_SAMPLER_TIMEOUT must be a number of seconds, got {text!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise PriorError(f"ICL_VERIFY_SAMPLER_TIMEOUT must be a non-negative number of seconds, got {text!r}")
+    return value
+
+
+class _time_limit:
+    """Stop the code inside after ``seconds`` with a PriorError (SIGALRM: main thread on Unix;
+    elsewhere, and with ``seconds == 0``, no limit)."""
+
+    def __init__(self, seconds: float, what: str):
+        self.seconds, self.what, self.armed = seconds, what, False
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if self.seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+            def expire(signum, frame):
+                raise PriorError(f"{self.what} did not return within {self.seconds:g} s; make it faster or raise the "
+                                 "limit with ICL_VERIFY_SAMPLER_TIMEOUT=<seconds>")
+            self.previous = signal.signal(signal.SIGALRM, expire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self.armed = True
+        return self
+
+    def __exit__(self, *exc):
+        if self.armed:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+        return False
+
 class UserSampler(Prior):
     """A user's own sampler, ``module:function`` or ``path/to/file.py:function``.
 
@@ -789,7 +851,10 @@ class UserSampler(Prior):
 
     def _call(self, rng, n) -> np.ndarray:
         try:
-            out = self.fn(rng, n)
+            with _time_limit(sampler_timeout(), f"sampler {self.target} (asked for n = {n} draws)"):
+                out = self.fn(rng, n)
+        except PriorError:
+            raise
         except Exception as exc:  # the user's code: report what it raised, never a traceback
             raise PriorError(f"sampler {self.target} raised {type(exc).__name__}: {exc} "
                              f"(when asked for n = {n} draws)") from None
@@ -1145,6 +1210,12 @@ def parse_prior(spec: str) -> Prior:
     text = spec.strip()
     if not text:
         raise PriorSpecError("empty prior spec; expected e.g. dirichlet(alpha=0.1). Known priors:\n" + spec_help())
+    if len(text) > MAX_SPEC_CHARS:
+        raise PriorSpecError(f"prior spec of {len(text)} characters is longer than {MAX_SPEC_CHARS}; write a sampler "
+                             "(path/to/file.py:function) for a prior that large")
+    depth = max(np.cumsum([1 if c == "(" else -1 if c == ")" else 0 for c in text]), default=0)
+    if depth > MAX_SPEC_DEPTH:
+        raise PriorSpecError(f"prior spec nests {depth} levels of parentheses, more than {MAX_SPEC_DEPTH}")
     if "(" not in text and ":" in text:
         return UserSampler(text)
     try:

@@ -227,3 +227,26 @@ def test_claims_from_an_installed_package_entry_point(tmp_path, monkeypatch, cap
     assert _run(["--claims", "U.EP", "--out", tmp_path / "r"])[0] == EXIT_OK
     assert json.loads((tmp_path / "r" / "results.json").read_text())["claims"][0]["id"] == "U.EP"
     sys.modules.pop("my_claims", None)
+
+
+# -- sizes are checked before anything is allocated -------------------------------------------
+@pytest.mark.parametrize("argv, said", [
+    (["prior", "dirichlet(alpha=1)", "--d", "100000"], "at most 256"),
+    (["prior", "dirichlet(alpha=1, d=100000)"], "at most 256"),
+    (["prior", "doubly_stochastic(k=100000000, d=3)"], "more than 10000"),
+    (["prior", "dirichlet(alpha=1)", "--graph", "chain:100000000"], "more than 100000"),
+    (["prior", "mixture(" + ", ".join(["dirichlet(alpha=1)"] * 5000) + ")"], "longer than 5000"),
+    (["prior", "floor(" * 40 + "dirichlet(alpha=1)" + ", gamma=0.1)" * 40], "nests 41 levels"),
+])
+def test_oversized_inputs_are_refused_with_the_limit(capsys, argv, said):
+    assert main([*argv, "--no-progress", "--claims", "W.L3"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+
+
+def test_a_sampler_that_never_returns_is_stopped_with_a_clear_error(tmp_path, capsys, monkeypatch):
+    (tmp_path / "slow.py").write_text("import time\n\ndef draw(rng, n):\n    time.sleep(600)\n")
+    monkeypatch.setenv("ICL_VERIFY_SAMPLER_TIMEOUT", "0.5")
+    assert main(["prior", f"{tmp_path / 'slow.py'}:draw", "--no-progress", "--claims", "W.L3"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "did not return within 0.5 s" in err and "ICL_VERIFY_SAMPLER_TIMEOUT" in err
