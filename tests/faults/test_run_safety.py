@@ -250,3 +250,43 @@ def test_a_sampler_that_never_returns_is_stopped_with_a_clear_error(tmp_path, ca
     assert main(["prior", f"{tmp_path / 'slow.py'}:draw", "--no-progress", "--claims", "W.L3"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "did not return within 0.5 s" in err and "ICL_VERIFY_SAMPLER_TIMEOUT" in err
+
+
+# -- SIGKILL anywhere, then --resume: the same results as an uninterrupted run -----------------
+def test_sigkill_at_random_points_then_resume_matches_an_uninterrupted_run(tmp_path):
+    """Kill the run at random moments (while claims run, between them, while the reports are
+    written); ``run --resume --out DIR`` then ends with the verdicts and numbers of a run that
+    was never interrupted."""
+    import random
+    import signal
+    import time
+    from pathlib import Path
+
+    plugin = Path(__file__).resolve().parents[1] / "sim" / "data" / "user_claims.py"
+    cli = [sys.executable, "-m", "sim", "run", "--no-progress"]
+    common = ["--plugin", str(plugin), "--claims", "USER.*", "--seed", "4"]
+    t0 = time.perf_counter()
+    ref = subprocess.run(cli + common + ["--out", str(tmp_path / "ref")], capture_output=True, timeout=300)
+    total = time.perf_counter() - t0
+    assert ref.returncode in (0, 1), ref.stderr
+
+    def view(path):
+        doc = strict_json(path / "results.json")
+        return [(d["id"], d["verdict"], d["seed"], [(t["tier"], t["verdict"], t["numbers"]) for t in d["tiers"]])
+                for d in doc["claims"]]
+
+    rng = random.Random(20261201)
+    for k in range(3):
+        out = tmp_path / f"killed{k}"
+        proc = subprocess.Popen(cli + common + ["--out", str(out)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, total))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        if not (out / "run.json").exists():  # killed before the run began: start it again
+            resumed = subprocess.run(cli + common + ["--out", str(out)], capture_output=True, timeout=300)
+        else:
+            resumed = subprocess.run(cli + ["--plugin", str(plugin), "--resume", "--out", str(out)],
+                                     capture_output=True, timeout=300)
+        assert resumed.returncode == ref.returncode, resumed.stderr
+        assert view(out) == view(tmp_path / "ref")
