@@ -290,3 +290,15 @@ def test_sigkill_at_random_points_then_resume_matches_an_uninterrupted_run(tmp_p
                                      capture_output=True, timeout=300)
         assert resumed.returncode == ref.returncode, resumed.stderr
         assert view(out) == view(tmp_path / "ref")
+
+
+def test_shows_resume_hint_works_exactly_as_printed(tmp_path, plugin, capsys):
+    p = plugin('CLAIMS = [claim("U.OK"), claim("U.TWO")]')
+    out = tmp_path / "r"
+    assert _run(["--plugin", p, "--claims", "U.*", "--seed", "2", "--out", out])[0] == EXIT_OK
+    (out / "results.json").unlink()  # as a killed run leaves it
+    assert main(["show", str(out)]) == EXIT_USAGE
+    hint = capsys.readouterr().err.split("resume with ", 1)[1].rstrip(")\n")
+    args = hint.split()[1:]  # drop the program name: "run --resume --out DIR --plugin FILE"
+    assert main(args[:1] + ["--no-progress"] + args[1:]) == EXIT_OK
+    assert strict_json(out / "results.json")["config"]["seed"] == 2
