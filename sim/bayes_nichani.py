@@ -1,4 +1,4 @@
-"""Bayes baselines for N's task at any alphabet size (claims N.E, N.K1; N.T has the exact S = 2 case).
+"""Bayes baselines for N's task at any alphabet size (claims N.E, N.K1, and N.T's reference-code findings).
 
 N's task (Knowl 2, 0-indexed): a fixed DAG on positions ``0..T-1``, ``pi`` with i.i.d.
 ``Dirichlet(alpha)`` rows, non-query roots ``~ mu_pi``, non-roots ``~ pi(s_p(i), .)``, the
@@ -17,6 +17,11 @@ add-alpha estimator (claim N.T). Here:
   proposal = the conjugate posterior ``Dirichlet(alpha + n(s, .))`` per row, weights
   ``prod_roots mu_pi(s_r)`` (stationary laws by GTH elimination, no subtractions), with
   the add-alpha mean as a control variate;
+- :func:`posterior_predictive_levels`: the same estimator on all ``K`` samples and on their
+  halves and quarters (for Richardson extrapolation of its ``O(1/K)`` bias), with the
+  proposal drawn through the gamma additivity ``Gamma(alpha + n) = Gamma(alpha) + Gamma(n)``;
+  :func:`bayes_gap_richardson` turns it into ``KL(P* || add-alpha)`` and ``H(P*) - H(add-alpha)``
+  per prompt (claim N.T's Bayes loss and add-alpha's excess over it);
 - :func:`bayes_loss_bracket`: the Bayes loss bracketed from both sides. Upper: the loss of
   the importance-sampling predictor ``hat P`` itself, evaluated against the true ``pi`` --
   a predictor computed from the prompt alone, so its expected loss is ``>=`` the Bayes
@@ -43,6 +48,9 @@ __all__ = [
     "population_losses",
     "gth_stationary",
     "posterior_predictive_is",
+    "posterior_predictive_levels",
+    "richardson_blocks",
+    "bayes_gap_richardson",
     "BayesBracket",
     "bayes_loss_bracket",
     "best_mixture_losses",
@@ -195,6 +203,142 @@ def posterior_predictive_is(tokens, parents, alpha: float, S: int, n_samples: in
         se[lo:lo + P] = parts.std(axis=0, ddof=1) / np.sqrt(groups)
         ess[lo:lo + P] = w.sum(axis=1) ** 2 / (w ** 2).sum(axis=1)
     return est, se, ess
+
+
+def _conjugate_posterior_draws(rng: np.random.Generator, alpha: float, n: np.ndarray, K: int) -> np.ndarray:
+    """``K`` draws per prompt of ``pi`` with independent rows ``Dirichlet(alpha + n(s, .))``, ``(P, K, S, S)``.
+
+    Uses ``Gamma(alpha + m) = Gamma(alpha) + Gamma(m)`` (independent summands): every entry
+    gets a ``Gamma(alpha)`` draw with the scalar shape (fast), and only the entries with a
+    count ``m = n(s, s') > 0`` (at most ``T - 1`` of the ``S^2``) get an extra ``Gamma(m)``.
+    Entries are floored at the smallest normal float (a ``Gamma(0.1)`` draw underflows with
+    probability ~1e-31) so every draw is positive and its stationary law unique.
+    """
+    P, S, _ = n.shape
+    g = rng.standard_gamma(alpha, size=(P, K, S, S))
+    p_idx, s_idx, t_idx = np.nonzero(n > 0)
+    if p_idx.size:
+        g[p_idx, :, s_idx, t_idx] += rng.standard_gamma(n[p_idx, s_idx, t_idx][:, None], size=(p_idx.size, K))
+    g = np.maximum(g, np.finfo(np.float64).tiny)
+    return g / g.sum(axis=-1, keepdims=True)
+
+
+def posterior_predictive_levels(tokens, parents, alpha: float, S: int, n_samples: int, rng: np.random.Generator, *,
+                                levels: int = 3, chunk_elems: int = 4_000_000) -> list[np.ndarray]:
+    """``P*(.) = E[pi(q, .) | prompt]`` by importance sampling, on ``K`` samples and on ``K / 2^l`` blocks.
+
+    Proposal per prompt: the conjugate posterior of the edges (rows ``Dirichlet(alpha + n(s, .))``,
+    independent; the mean of row ``q`` is the add-alpha estimator ``a``); weight
+    ``w = prod_{non-query roots r} mu_pi(s_r)`` (GTH stationary laws). On a block of samples
+    the estimate is the control-variate form of :func:`posterior_predictive_is`,
+
+        hat P = a + sum_k (w_k - mean w) (pi_k(q, .) - a) / sum_k w_k,
+
+    a smooth function of sample means, so its bias (and that of any smooth function of it,
+    e.g. a KL divergence) expands as ``b_1 / K + b_2 / K^2 + ...``.
+
+    Returns ``[E_0, E_1, .., E_{levels-1}]`` with ``E_l`` of shape ``(2^l, B, S)``: level ``l``
+    splits the ``K`` samples into ``2^l`` disjoint blocks of ``K / 2^l`` (``E_0[0]`` uses all).
+    ``n_samples`` is rounded down to a multiple of ``2^(levels-1)``. Entries below
+    ``1e-12 a`` are floored and the rows renormalised (rare; only at tiny ``K``).
+    """
+    x, par = _check(tokens, parents, S)
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    if levels < 1:
+        raise ValueError(f"levels must be >= 1, got {levels}")
+    blocks = 2 ** (levels - 1)
+    if n_samples < 2 * blocks:
+        raise ValueError(f"n_samples must be >= 2 * 2^(levels-1) = {2 * blocks}, got {n_samples}")
+    B, T = x.shape
+    ctx_par = par[: T - 1]
+    edges = np.flatnonzero(ctx_par >= 0)
+    roots = np.flatnonzero(ctx_par < 0)
+    K = (n_samples // blocks) * blocks
+    out = [np.empty((2 ** lv, B, S)) for lv in range(levels)]
+    step = max(1, chunk_elems // (K * S * S))
+    for lo in range(0, B, step):
+        xb = x[lo:lo + step]
+        P = xb.shape[0]
+        rows_p = np.arange(P)
+        n = np.zeros((P, S, S))
+        np.add.at(n, (np.repeat(rows_p, edges.size), xb[:, ctx_par[edges]].ravel(), xb[:, edges].ravel()), 1.0)
+        r = np.zeros((P, S))
+        np.add.at(r, (np.repeat(rows_p, roots.size), xb[:, roots].ravel()), 1.0)
+        q = xb[:, -1]
+        nq = n[rows_p, q]
+        a = (alpha + nq) / (S * alpha + nq.sum(-1, keepdims=True))  # (P, S): add-alpha, the proposal's mean
+        pis = _conjugate_posterior_draws(rng, alpha, n, K)
+        if roots.size:
+            logw = (np.log(gth_stationary(pis)) * r[:, None, :]).sum(axis=-1)  # (P, K)
+            w = np.exp(logw - logw.max(axis=1, keepdims=True))
+        else:
+            w = np.ones((P, K))
+        dev = pis[rows_p, :, q] - a[:, None]  # (P, K, S)
+        for lv in range(levels):
+            nb = 2 ** lv
+            wg = w.reshape(P, nb, K // nb)
+            dg = dev.reshape(P, nb, K // nb, S)
+            c = wg - wg.mean(axis=2, keepdims=True)
+            e = a[:, None] + (c[..., None] * dg).sum(axis=2) / wg.sum(axis=2)[..., None]  # (P, nb, S)
+            e = np.maximum(e, 1e-12 * a[:, None])
+            out[lv][:, lo:lo + P] = np.swapaxes(e / e.sum(axis=-1, keepdims=True), 0, 1)
+    return out
+
+
+def _kl_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``sum_y p_y log(p_y / q_y)`` along the last axis (``0 log 0 = 0``)."""
+    pos = p > 0
+    return np.where(pos, p * (np.log(np.where(pos, p, 1.0)) - np.log(q)), 0.0).sum(axis=-1)
+
+
+def _entropy_rows(p: np.ndarray) -> np.ndarray:
+    """``-sum_y p_y log p_y`` along the last axis (``0 log 0 = 0``)."""
+    pos = p > 0
+    return -np.where(pos, p * np.log(np.where(pos, p, 1.0)), 0.0).sum(axis=-1)
+
+
+def richardson_blocks(levels: Sequence[np.ndarray], f) -> dict[str, np.ndarray]:
+    """Richardson extrapolation of a per-prompt functional ``f`` of :func:`posterior_predictive_levels`.
+
+    With ``g_l`` the mean of ``f`` over the ``2^l`` blocks of level ``l`` (``K / 2^l`` samples
+    each), a bias ``b_1 / K + b_2 / K^2`` becomes
+
+        g_R(K) = 2 g_0 - g_1                       (residual -2 b_2 / K^2),
+        g_R(K/2) = mean over halves of 2 g(half) - mean g(its quarters)   (residual -8 b_2 / K^2),
+
+    so ``g_R(K/2) - g_R(K) = -6 b_2 / K^2`` measures what the extrapolation leaves (needs 3 levels).
+    Returns per-prompt arrays ``plugin`` (``g_0``), ``richardson`` (``g_R(K)``), ``correction``
+    (``g_0 - g_R(K)``, the removed bias) and ``richardson_half`` (``g_R(K/2)``).
+    """
+    if len(levels) < 3:
+        raise ValueError(f"Richardson with a residual check needs 3 levels, got {len(levels)}")
+    vals = [f(e) for e in levels[:3]]  # (2^l, B)
+    g0, g1 = vals[0][0], vals[1].mean(axis=0)
+    rich = 2.0 * g0 - g1
+    halves = [2.0 * vals[1][h] - 0.5 * (vals[2][2 * h] + vals[2][2 * h + 1]) for h in range(2)]
+    return {"plugin": g0, "richardson": rich, "correction": g0 - rich, "richardson_half": 0.5 * (halves[0] + halves[1])}
+
+
+def bayes_gap_richardson(tokens, parents, alpha: float, S: int, n_samples: int, rng: np.random.Generator, *,
+                         add_alpha_pred=None) -> dict[str, dict[str, np.ndarray]]:
+    """Per-prompt terms of the Bayes loss of N's task against add-alpha ``a``, ``O(1/K)`` bias removed.
+
+    On a prompt ``x`` the population loss of a predictor ``f`` is ``E[-sum_y pi(q, y) log f(y) | x]
+    = H(P*) + KL(P* || f)``, so
+
+    - ``"kl"``: ``KL(P*(x) || a(x))``, whose mean is ``loss(add-alpha) - Bayes loss``;
+    - ``"entropy_diff"``: ``H(P*(x)) - H(a(x))``, whose mean plus ``E[H(a)]`` is the Bayes loss.
+
+    Both from the importance-sampling ``hat P`` of :func:`posterior_predictive_levels` (``K =
+    n_samples``), each as the dict of :func:`richardson_blocks` (plug-in, extrapolated, the
+    correction and the residual check).
+    """
+    levels = posterior_predictive_levels(tokens, parents, alpha, S, n_samples, rng, levels=3)
+    a = add_alpha_batch(tokens, parents, alpha, S) if add_alpha_pred is None else np.asarray(add_alpha_pred)
+    ha = _entropy_rows(a)
+    return {"kl": richardson_blocks(levels, lambda e: _kl_rows(e, a[None])),
+            "entropy_diff": richardson_blocks(levels, lambda e: _entropy_rows(e) - ha[None])}
 
 
 @dataclass(frozen=True)

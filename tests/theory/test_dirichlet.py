@@ -22,6 +22,7 @@ from theory.dirichlet import (
     bayes_quadrature_s2,
     dirichlet_row_entropy,
     edge_counts,
+    entropy_rate_quadrature,
     exact_bayes_predictive,
 )
 from theory.errors import TheoryError
@@ -122,7 +123,8 @@ def test_quadrature_against_adaptive_quadpack(prompt):
 
 
 def test_stationary_roots_differ_from_add_alpha_chain6(chain6_table):
-    """Documents claim N.T: with roots ~ mu_pi the Bayes predictor is *not* add-alpha."""
+    """Documents N.T's reference-code finding: with roots ~ mu_pi the Bayes predictor is *not* add-alpha
+    (only N's code calls add-alpha ``bayes``)."""
     total = sum(res.prompt_probability for _, res, _ in chain6_table)
     assert total == pytest.approx(1.0, abs=1e-13)
     assert max(res.abserr for _, res, _ in chain6_table) < 1e-13
@@ -186,6 +188,25 @@ def test_dirichlet_row_entropy_known_value_and_monte_carlo():
         assert abs(mean - wrong) > 20 * se
 
 
+def test_entropy_rate_quadrature_is_n_definition_and_matches_the_closed_form():
+    """N's L* by 1-D quadrature of the Beta marginal equals psi(S a + 1) - psi(a + 1) to round-off,
+    and to a plain 2-D integral over the rows for S = 2 (the definition, no exchangeability)."""
+    for S in (2, 3, 10, 50):
+        for a in (0.1, 0.5, 1.0, 3.0):
+            val, err = entropy_rate_quadrature(a, S)
+            exact = dirichlet_row_entropy(a, S)
+            assert err < 1e-7
+            assert abs(val - exact) <= err + 64 * np.finfo(float).eps * (1 + exact), (S, a, val - exact)
+    # S = 2, alpha = 1: the rows are (1-u, u) with u uniform: L* = E[h(U)] = 1/2
+    def h(u):
+        return -(u * math.log(u) + (1 - u) * math.log(1 - u)) if 0 < u < 1 else 0.0
+    two_d, _ = integrate.quad(h, 0, 1)
+    assert entropy_rate_quadrature(1.0, 2)[0] == pytest.approx(two_d, abs=1e-13)
+    # a dropped "+1" in the closed form is far outside the quadrature's error
+    wrong = special.digamma(10 * 0.1) - special.digamma(0.1)
+    assert abs(entropy_rate_quadrature(0.1, 10)[0] - wrong) > 1.0
+
+
 # -- bad inputs ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "call, match",
@@ -201,6 +222,7 @@ def test_dirichlet_row_entropy_known_value_and_monte_carlo():
         (lambda: bayes_predictive_estimate([0, 1, 1], [-1, 0, -1], 1.0, 2), r"seed is required"),
         (lambda: bayes_predictive_estimate([0, 1, 1], [-1, 0, -1], 1.0, 2, n_samples=1, seed=0), r"n_samples = 1"),
         (lambda: dirichlet_row_entropy(-1, 2), r"alpha = -1 must be"),
+        (lambda: entropy_rate_quadrature(0.1, 1), r"S = 1 must be an integer >= 2"),
     ],
 )
 def test_bad_inputs(call, match):
