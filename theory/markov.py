@@ -121,12 +121,32 @@ def _gth(P: np.ndarray) -> np.ndarray:
     one least likely to be left, which becomes the reference with weight 1: the ratios
     the reduction forms then stay below 1/(smallest exit probability of the others),
     so entries down to the subnormal range do not overflow.
+
+    That reference can still hold far less mass than another state (a state that is
+    easy to leave but hard to reach, e.g. reached only through an entry of 1e-308): the
+    ratio to it then overflows. The reduction is then repeated with each other state as
+    the reference, and the first whose weights are all finite is kept; a reference
+    with the largest mass always is, since every ratio to it is at most 1.
     """
     n = P.shape[0]
     exit_prob = P.sum(axis=1) - np.diag(P)  # computed from off-diagonals: no cancellation
     order = np.argsort(exit_prob, kind="stable")  # reference state first
-    A = P[np.ix_(order, order)].copy()
-    with np.errstate(over="ignore", invalid="ignore"):
+    for ref in range(n):
+        trial = order if ref == 0 else np.concatenate(([order[ref]], np.delete(order, ref)))
+        x = _gth_reduce(P[np.ix_(trial, trial)].copy())
+        if np.all(np.isfinite(x)):
+            out = np.empty(n)
+            out[trial] = x
+            return out
+    raise TheoryError("the stationary law of pi over/underflows double precision (transition "
+                      "probabilities span more than ~1e300); rescale or pass an explicit root law")
+
+
+def _gth_reduce(A: np.ndarray) -> np.ndarray:
+    """GTH on ``A`` (irreducible, stochastic) with state 0 as the reference: the stationary
+    law, normalised, or non-finite entries where a ratio overflowed."""
+    n = A.shape[0]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for k in range(n - 1, 0, -1):
             s = A[k, :k].sum()  # = 1 - A[k, k] on the reduced chain, without cancellation
             A[:k, k] /= s
@@ -135,13 +155,10 @@ def _gth(P: np.ndarray) -> np.ndarray:
         x[0] = 1.0
         for j in range(1, n):
             x[j] = x[:j] @ A[:j, j]
-        x = x / x.sum()
-    if not np.all(np.isfinite(x)):
-        raise TheoryError("the stationary law of pi over/underflows double precision (transition "
-                          "probabilities span more than ~1e300); rescale or pass an explicit root law")
-    out = np.empty(n)
-    out[order] = x
-    return out
+        total = x.sum()
+        if not (np.isfinite(total) and total > 0):
+            return np.full(n, np.nan)
+        return x / total
 
 
 def stationary(pi) -> np.ndarray:

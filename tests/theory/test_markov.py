@@ -234,3 +234,18 @@ def test_matrix_powers(pi, k_max):
     assert out.shape == (k_max + 1,) + pi.shape
     for k in range(k_max + 1):
         np.testing.assert_allclose(out[k], np.linalg.matrix_power(pi, k), rtol=0, atol=1e-14)
+
+
+def test_stationary_when_the_easiest_state_to_leave_holds_almost_no_mass():
+    """Found by W.L2's property tier at master seed 13: states 1 and 2 are the easiest to
+    leave, so GTH's default reference, but are reached only through an entry of 1.1e-308;
+    every ratio to them overflows. The reduction must fall back to a heavy reference."""
+    tiny = 1.11253693e-308
+    pi = np.array([[0, 0, tiny, 1.0], [0.25] * 4, [0.25] * 4, [1.0, 0, 0, 0]])
+    mu = stationary(pi)
+    assert np.all(np.isfinite(mu)) and mu.sum() == pytest.approx(1.0, abs=1e-15)
+    assert mu[0] == pytest.approx(0.5, abs=1e-15) and mu[3] == pytest.approx(0.5, abs=1e-15)
+    # the light states: mu_2 = (mu_0 tiny + mu_1/4 + mu_2/4) / 1 with mu_1 = (mu_1 + mu_2)/4 -> exact ratios
+    assert 0 < mu[1] < 1e-307 and 0 < mu[2] < 1e-307
+    assert mu[2] / mu[1] == pytest.approx(3.0, rel=1e-6)
+    assert np.abs(mu @ pi - mu).max() <= 1e-300
