@@ -1106,6 +1106,9 @@ def run_prior_audit(args, *, make_config, select, execute, user_error) -> int:
             prior = prior.bind(args.d)
     except PriorError as exc:
         raise user_error(str(exc)) from None
+    if prior.d == 1:
+        raise user_error(f"{prior.spec()} is a prior on 1 state: every transition matrix is [[1]], no token carries "
+                         "information and the claims have nothing to check; give d >= 2")
     chosen = select(args.claims)
     selected = [c for c in chosen if c.prior_dependent]
     skipped = [c.id for c in chosen if not c.prior_dependent]

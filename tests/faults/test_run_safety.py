@@ -302,3 +302,10 @@ def test_shows_resume_hint_works_exactly_as_printed(tmp_path, plugin, capsys):
     args = hint.split()[1:]  # drop the program name: "run --resume --out DIR --plugin FILE"
     assert main(args[:1] + ["--no-progress"] + args[1:]) == EXIT_OK
     assert strict_json(out / "results.json")["config"]["seed"] == 2
+
+
+@pytest.mark.parametrize("argv", [["prior", "point([[1]])"], ["prior", "dirichlet(alpha=1)", "--d", "1"]])
+def test_a_one_state_prior_is_refused_at_the_boundary(capsys, argv):
+    assert main([*argv, "--no-progress", "--claims", "W.L3"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "1 state" in err and "Traceback" not in err
