@@ -100,7 +100,7 @@ class PrimaryReading:
             raise ValueError("a PrimaryReading needs the statement, its seed and its lines")
 
     def cite(self) -> str:
-        return f"seed {self.seed}, line{'s' if '-' in self.lines else ''} {self.lines}"
+        return f"seed {self.seed}, line{'s' if any(c in self.lines for c in '-,') else ''} {self.lines}"
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ the bigram stage down, which only lengthens the runs).
 """
 from __future__ import annotations
 
-from ..verdict import Assumption, Number, Outcome, TierResult, Verdict, compare, tier_verdict
+from ..verdict import Assumption, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
 from . import _markov_runs as mr
-from .base import Claim, Source
+from .base import Claim, PrimaryReading, Source
 
 __all__ = ["E_1", "CLAIMS"]
 
@@ -112,9 +112,8 @@ def _check_e1(ctx) -> TierResult:
     figures.append(mr.rel(ctx, path))
     summary = (f"stages {' -> '.join(stages)}: " + "; ".join(
         f"seed {r['seed']}: {' -> '.join(r['nearest_sequence'])} ({r['outcome']})" for r in per_seed))
-    readings = [{"name": "E's code as published (uniform first token, dropout 0.1)", "verdict": "NOT_RUN",
-                 "detail": "not re-run here; the issue states their code reaches the bigram stage after about 1,300 "
-                           "steps (84 s at one thread); benchmarks/bench_edelman.py times ours against that"}]
+    findings = [Finding(FindingKind.REFERENCE_CODE, "E's code as published (uniform first token, dropout 0.1)",
+                        Verdict.NOT_RUN, "E's code is not re-run here; benchmarks/bench_edelman.py times ours against it")]
     budget = ""
     if conclusion is Outcome.UNDECIDED:
         budget = (f"a seed had not reached every stage with margin within {s['steps']} steps; rerun with "
@@ -122,8 +121,9 @@ def _check_e1(ctx) -> TierResult:
     return TierResult("trained", verdict, conclusion, summary, assumptions=assumptions, numbers=numbers,
                       counterexample=counterexample if verdict is Verdict.FAIL or without else None,
                       conclusion_without_assumptions=without, figures=figures, budget=budget,
-                      readings=readings + [{"name": f"seed {r['seed']}", "verdict": r["outcome"],
-                                            "detail": str(r)} for r in per_seed])
+                      findings=findings,
+                      readings=[{"name": f"seed {r['seed']}", "verdict": r["outcome"], "detail": str(r)}
+                                for r in per_seed])
 
 
 E_1 = Claim(
@@ -131,7 +131,22 @@ E_1 = Claim(
     title="Training passes uniform -> unigram -> bigram (statistical induction head)",
     source=Source("E", "Sec. 3-4, Fig. 2; code github.com/EzraEdelman/Evolution-of-Statistical-Induction-Heads",
                   "in-context Markov chains, 2 states, block 100: uniform, then in-context unigram, then bigram"),
-    statement=("E's main configuration (C = 2, a fresh Dirichlet(1) chain per sequence, first token from the chain's "
+    primary=PrimaryReading(
+        statement=("Edelman et al., The Evolution of Statistical Induction Heads (cited by W): trained on in-context "
+                   "Markov chains, a transformer passes through stages, uniform prediction, then in-context unigram, "
+                   "then in-context bigram (a statistical induction head)."),
+        seed="000", lines="267",
+        setting="E's in-context Markov chains (a fresh chain per sequence), E's main configuration (module "
+                "docstring); no seed states E's setting.",
+        review=("No seed states E.1: seed 000 line 267 only cites Edelman et al. (seed 002 line 231 cites it too; seed "
+                "004 lines 123-131 describe the same unigram-then-bigram stages for G's task). The statement is "
+                "therefore the catalogue's (CLAIMS.md), read as E's paper words it: the nearest strategy passes "
+                "uniform -> unigram -> bigram in order in every seed. E's code as published is a reference-code "
+                "finding (not re-run).")),
+    statement=("Primary reading: the stages uniform -> unigram -> bigram in training (E, cited in seed 000, line 267; "
+               "no seed states it, so CLAIMS.md's wording is used); reported as a finding: E's code as published "
+               "(reference code, not re-run). "
+               "E's main configuration (C = 2, a fresh Dirichlet(1) chain per sequence, first token from the chain's "
                "stationary law, block N = 100, 2-layer attention-only transformer, 1 head, width 16, relative "
                "positions, AdamW lr 5e-4, betas (0.9, 0.95), weight decay 0.1, batch 64; dropout 0 where E's code "
                "uses 0.1). Out of distribution (fresh chains), the model's nearest strategy by KL(strategy || "

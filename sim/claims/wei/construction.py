@@ -1,8 +1,17 @@
 """W Theorem 1 (claim W.T1): the construction, its layer-2 attention -> BMA posterior as
-beta -> inf (at rate e^{-2 beta}), and its prediction -> pi(. | x_pa(h)) as beta, L -> inf.
+beta -> inf, and its prediction -> pi(. | x_pa(h)) as beta, L -> inf.
 
 The model is ``sim.models.wei_construction`` (K = L copier heads, ``W_KQ = blockdiag(W)``
 with ``W = log pi``, ``W_OV = log pi``), run in float64. Positions are 0-based.
+
+The limit in beta is decided against the construction's own error, which vanishes as
+beta -> inf (:func:`attention_error_bound`)::
+
+    eps(beta) = ((L+H-2) e^{-2 beta} + (L-1)(H-1) e^{-4 beta}) / (1 + same)   (copy mass missed)
+    r(beta)   = 8 L eps max|W| + float64 round-off
+    max_{h'} |A(h, h') - BMA posterior(h')| <= e^{r} - 1,   likewise for the mixture prediction.
+
+W states no rate; that the error falls like e^{-2 beta} is reported as a finding.
 """
 from __future__ import annotations
 
@@ -14,8 +23,8 @@ from theory import bma_posterior, bma_predictive
 
 from ...montecarlo import mean_estimate
 from ...sampling import random_recursive_parents, sample_w_prompts
-from ...verdict import Assumption, Number, Outcome, TierResult, compare, tier_verdict
-from ..base import Claim, Context, InstanceCheck, Source, summarize_instances
+from ...verdict import Assumption, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
+from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from ..inputs import draw_matrices, record_matrix
 
 _ASSUMPTIONS = ("min pi > 0 (log pi finite)",)
@@ -70,6 +79,31 @@ def _zero_record(pi):
                    "construction is undefined (not evaluated)"}
 
 
+_EPS64 = float(np.finfo(np.float64).eps)
+
+
+def attention_error_bound(beta: float, L: int, H: int, d: int, w_max: float) -> float:
+    """A bound on ``max |A(h, h') - BMA posterior|`` (and on the mixture prediction's error) of the
+    float64 construction at ``beta``; it goes to 0 (down to round-off) as ``beta -> inf``.
+
+    Head ``k``'s layer-1 scores are ``2 beta`` on ``x^k_h``, ``0`` on the ``L+H-2`` tokens that share
+    its example or its offset, ``-2 beta`` on the other ``(L-1)(H-1)``, so its copy ``u`` misses
+    ``eps = ((L+H-2) e^{-2 beta} + (L-1)(H-1) e^{-4 beta}) / (1 + same)`` of its mass,
+    ``|u - e_x|_1 <= 2 eps``. A layer-2 score ``sum_k u'^T W u`` then moves by at most
+    ``4 eps max|W|`` per head, ``4 L eps max|W|`` in all; softmax weights move by a factor
+    within ``e^{+-r}``, ``r`` = twice that (the spread of the score errors), so
+    ``|A - A_exact| <= e^r - 1``; the mixture ``sum_h' A_h' pi(.|x_h')`` moves by at most
+    ``||A - A_exact||_1 <= e^r - 1`` too. Round-off (standard summation bounds): the layer-1
+    softmax over ``L H`` keys adds ``(L H + 2) eps64`` to ``eps``; each score, a sum of
+    ``L d^2`` terms of total size ``<= L max|W|``, adds ``L^2 d^2 eps64 max|W|`` to ``r/2``; the
+    layer-2 softmax adds ``(H + 2) eps64``.
+    """
+    a = (L + H - 2) * math.exp(-2 * beta) + (L - 1) * (H - 1) * math.exp(-4 * beta)
+    eps = a / (1 + a) + (L * H + 2) * _EPS64
+    r = 8 * L * eps * w_max + 2 * L * L * d * d * _EPS64 * w_max
+    return math.expm1(r) + (H + 2) * _EPS64
+
+
 def _fit_rate(betas, errs):
     """Least-squares slope of ``log err`` on ``beta``: ``err ~ C e^{-rate beta}``; returns ``(rate, points used)``."""
     b = np.asarray(betas, float)
@@ -92,10 +126,10 @@ def _w_t1_exact(ctx: Context) -> TierResult:
     betas = sorted(s["betas"])
     fit_betas = [b for b in betas if b >= s["rate_fit_min_beta"]]
     claimed_rate = float(ctx.params["rate"])
-    err_tol, rate_tol = s["attention_tol"], s["rate_tol"]
+    rate_tol = s["rate_tol"]
     rng_tree, rng_seq = ctx.rng("tree"), ctx.rng("sequences")
     checks, curves, logits_gap, geo_gap = [], [], 0.0, 0.0
-    rates, n_unmeasurable = [], 0
+    rates, n_unmeasurable, rate_misses = [], 0, []
     dims = [ctx.prior.d] if (ctx.prior is not None and ctx.prior.d is not None) else s["dims"]
     for d in dims:
         for k, pi in enumerate(draw_matrices(ctx, s["n_matrices"], d)):
@@ -106,6 +140,8 @@ def _w_t1_exact(ctx: Context) -> TierResult:
             tokens = sample_w_prompts(rng_seq, pi, parents, L)  # (B, L+1, H)
             context = tokens[:, :L]
             post = [bma_posterior(context, pi, h) for h in range(1, H)]  # each (B, h)
+            w_max = float(np.abs(np.asarray(ctx.params["W_block"](pi), dtype=np.float64)).max())
+            bounds = [attention_error_bound(beta, L, H, d, w_max) for beta in betas]
             errs = []
             for beta in betas:
                 logp, pat = _forward(_build(pi, L, H, beta, ctx.params, "mixture"), tokens)
@@ -117,7 +153,7 @@ def _w_t1_exact(ctx: Context) -> TierResult:
                     pred_err = float(np.abs(pred - bma_pred).max())
             rate, n_fit = _fit_rate(fit_betas, [e for b, e in zip(betas, errs) if b in fit_betas])
             rates.append(rate)
-            curves.append((d, k, betas, errs))
+            curves.append((d, k, betas, errs, bounds))
             # The logits reading (W_OV = log pi mixed before the softmax) at the largest beta.
             logp_l, _ = _forward(_build(pi, L, H, betas[-1], ctx.params, "logits"), tokens)
             geo = np.stack([np.einsum("bk,bkd->bd", post[h - 1], np.log(pi)[tokens[:, L, :h]])
@@ -126,55 +162,62 @@ def _w_t1_exact(ctx: Context) -> TierResult:
             geo /= geo.sum(-1, keepdims=True)
             logits_gap = max(logits_gap, float(np.abs(np.exp(logp_l) - bma_pred).max()))
             geo_gap = max(geo_gap, float(np.abs(np.exp(logp_l) - geo).max()))
-            decreasing = all(b < a for a, b in zip(errs, errs[1:]) if b > _ROUNDOFF_FLOOR)
-            # Errors at round-off from the first fitted beta on (e.g. a near-deterministic pi): the
-            # rate cannot be measured in float64; the rest of the conclusion is still checked.
+            # Primary reading: the error obeys the construction's own bound at every beta, a bound that
+            # goes to 0 as beta -> inf; so does the mixture prediction at the largest beta.
+            within = [e <= b for e, b in zip(errs, bounds)]
+            pred_ok = pred_err <= bounds[-1]
+            margins = [b - e for e, b in zip(errs, bounds)] + [bounds[-1] - pred_err]
+            out = Outcome.HELD if (all(within) and pred_ok) else Outcome.VIOLATED
+            # Finding (W states no rate): the error falls like e^{-rate beta}.
             measurable = n_fit >= 2
             n_unmeasurable += not measurable
-            rate_ok = (not measurable) or (math.isfinite(rate) and abs(rate - claimed_rate) <= rate_tol)
-            final_ok = errs[-1] < err_tol and pred_err < err_tol
-            margins = [err_tol - errs[-1], err_tol - pred_err]
-            if measurable:
-                margins.append((rate_tol - abs(rate - claimed_rate)) if math.isfinite(rate) else -1.0)
-            out = Outcome.HELD if (decreasing and rate_ok and final_ok) else Outcome.VIOLATED
+            if measurable and not (math.isfinite(rate) and abs(rate - claimed_rate) <= rate_tol):
+                rate_misses.append({"pi": record_matrix(pi), "fitted rate": rate, "claimed rate": claimed_rate,
+                                    "errors": errs, "betas": betas})
             checks.append(InstanceCheck(
                 {_ASSUMPTIONS[0]: True}, out, min(margins),
                 {"pi": record_matrix(pi), "L": L, "H": H, "betas": betas, "max |attention - posterior|": errs,
+                 "error bound (construction, -> 0 as beta -> inf)": bounds,
                  "max |prediction - bma_predictive| at largest beta": pred_err,
                  "fitted rate (err ~ e^{-rate beta}, beta >= %g)" % s["rate_fit_min_beta"]:
                      rate if measurable else f"not measurable: the error is below the round-off floor "
                                              f"{_ROUNDOFF_FLOOR:g} at {len(fit_betas) - n_fit} of the {len(fit_betas)} "
                                              "fitted betas",
-                 "claimed rate": claimed_rate, "rate tolerance": rate_tol, "attention tolerance": err_tol,
-                 "rate measurable": measurable, "error decreasing in beta": decreasing,
-                 "contexts": context[:2].tolist(),
+                 "claimed rate (finding)": claimed_rate, "rate measurable": measurable,
+                 "max |W|": w_max, "contexts": context[:2].tolist(),
                  "context seed": ctx.seed_for("sequences"), "W_block": np.asarray(ctx.params["W_block"](pi)).tolist()}))
     good = [c for c in checks if all(c.assumptions.values())]
     numbers = []
+    finite_rates = [r for r in rates if math.isfinite(r)]
     if good:
         worst = max(good, key=lambda c: c.record["max |attention - posterior|"][-1])
         numbers = [
             Number("max |attention - BMA posterior| at largest beta", worst.record["max |attention - posterior|"][-1],
-                   tolerance=err_tol, note=f"beta = {betas[-1]}, L = {L}, H = {H}, {B} contexts per matrix"),
-            Number("fitted rate in beta (min over matrices)", min((r for r in rates if math.isfinite(r)),
-                                                                  default=float("nan")),
-                   tolerance=rate_tol, note=f"claimed {claimed_rate}; err ~ C e^(-rate beta), beta in {fit_betas}"),
-            Number("fitted rate in beta (max over matrices)", max((r for r in rates if math.isfinite(r)),
-                                                                  default=float("nan")),
+                   tolerance=worst.record["error bound (construction, -> 0 as beta -> inf)"][-1],
+                   note=f"beta = {betas[-1]}, L = {L}, H = {H}, {B} contexts per matrix; tolerance = the "
+                        "construction's error bound there"),
+            Number("smallest bound / error over betas and matrices (>= 1: within the bound)",
+                   min(b / max(e, 1e-300) for c in good for e, b in
+                       zip(c.record["max |attention - posterior|"],
+                           c.record["error bound (construction, -> 0 as beta -> inf)"]))),
+            Number("fitted rate in beta (min over matrices)", min(finite_rates, default=float("nan")),
+                   tolerance=rate_tol, note=f"finding, not deciding: e^(-{claimed_rate:g} beta), beta in {fit_betas}"),
+            Number("fitted rate in beta (max over matrices)", max(finite_rates, default=float("nan")),
                    tolerance=rate_tol),
             Number("matrices whose rate is not measurable", n_unmeasurable,
                    note=f"attention error below the round-off floor {_ROUNDOFF_FLOOR:g} at all but one fitted beta "
-                        f"(e.g. a near-deterministic pi): the rest of the conclusion is checked there"),
+                        f"(e.g. a near-deterministic pi)"),
             Number("max |mixture prediction - bma_predictive| at largest beta",
-                   max(c.record["max |prediction - bma_predictive| at largest beta"] for c in good), tolerance=err_tol),
+                   max(c.record["max |prediction - bma_predictive| at largest beta"] for c in good),
+                   tolerance=worst.record["error bound (construction, -> 0 as beta -> inf)"][-1]),
             Number("logits reading: max |prediction - bma_predictive|", logits_gap,
                    note="softmax of BMA-mixed log pi rows, not the BMA predictive"),
-            Number("logits reading: max |prediction - softmax(sum_h' post_h' log pi[x_h'])|", geo_gap,
-                   tolerance=err_tol),
+            Number("logits reading: max |prediction - softmax(sum_h' post_h' log pi[x_h'])|", geo_gap),
             Number("seed (sequences)", ctx.seed_for("sequences"))]
     res = summarize_instances("exact", checks, _ASSUMPTIONS,
-                              what=f"attention -> BMA posterior (< {err_tol:g} at beta = {betas[-1]}), decreasing, "
-                                   f"rate {claimed_rate} ± {rate_tol} in beta; mixture prediction = BMA predictive",
+                              what=f"attention -> BMA posterior within the construction's error bound at every beta "
+                                   f"(-> 0 as beta -> inf; {betas[0]}..{betas[-1]}); mixture prediction = BMA "
+                                   "predictive within it at the largest beta",
                               numbers=numbers)
     if not good:
         res.conclusion_without_assumptions = ("not evaluated: every matrix has a zero entry, so log pi (W_KQ, W_OV) is "
@@ -183,38 +226,52 @@ def _w_t1_exact(ctx: Context) -> TierResult:
         res.conclusion_without_assumptions = (f"not evaluated on the {len(checks) - len(good)} matrices with a zero "
                                               "entry: log pi (W_KQ, W_OV) is -inf there and W's construction is "
                                               "undefined")
-    if good and res.conclusion is Outcome.HELD and not any(c.record["rate measurable"] for c in good):
-        # Nothing refutes the claim, but its rate was measured on no matrix: not a PASS.
-        res.conclusion = Outcome.UNDECIDED
-        res.verdict = tier_verdict(res.assumptions, res.conclusion)
-        res.summary = (res.summary.replace(f": {Outcome.HELD.value} —", f": {Outcome.UNDECIDED.value} —", 1)
-                       + "; the rate was measurable on no matrix (attention error at round-off)")
-        res.budget = (f"a beta grid below {fit_betas[0]} (rate_fit_min_beta, betas) where the attention error is "
-                      f"above {_ROUNDOFF_FLOOR:g}, or matrices from a less concentrated prior")
-    elif good and n_unmeasurable:
-        res.summary += f"; rate not measurable on {n_unmeasurable} matrices (attention error at round-off)"
-    res.readings += [
-        {"name": "mixture (built; decides): f = sum_h' A_h' softmax(W_OV)[x_h'] = BMA predictive",
-         "verdict": res.verdict.value, "detail": res.summary},
-        {"name": "logits: f = softmax(sum_h' A_h' W_OV[x_h'])",
-         "verdict": "PASS" if good and geo_gap < err_tol else "FAIL" if good else "NOT_RUN",
-         "detail": f"equals softmax of the BMA-mixed log pi rows within {geo_gap:.3g}; differs from the BMA "
-                   f"predictive by up to {logits_gap:.3g} (a different predictor, same limit pi(.|x_pa))"}]
+    if good:
+        res.findings.append(_rate_finding(claimed_rate, rate_tol, finite_rates, n_unmeasurable, len(good), rate_misses,
+                                          fit_betas))
+        bound_last = worst.record["error bound (construction, -> 0 as beta -> inf)"][-1]
+        res.findings.append(Finding(
+            FindingKind.OUTSIDE, "output read as logits, f = softmax(sum_h' A_h' W_OV[x_h']) instead of W's mixture "
+            "sum_h' A_h' pi(.|x_h') (pseudo-code, seed 000 lines 162-164): is it the BMA predictive at large beta?",
+            Verdict.PASS if logits_gap <= bound_last else Verdict.FAIL,
+            f"the logits output differs from the BMA predictive by up to {logits_gap:.3g} (same limit pi(.|x_pa))",
+            numbers=(Number("logits reading: max |prediction - bma_predictive|", logits_gap),
+                     Number("logits reading: max |prediction - softmax(BMA-mixed log pi)|", geo_gap))))
     if curves:
         fig, ax = plt.subplots(figsize=(5, 4))
-        for d, k, b, e in curves:
-            ax.semilogy(b, np.maximum(e, 1e-17), "o-", ms=3, label=f"d={d}, pi #{k}")
+        for j, (d, k, b, e, bd) in enumerate(curves):
+            ax.semilogy(b, np.maximum(e, 1e-17), "o-", ms=3, color=f"C{j}", label=f"d={d}, pi #{k}")
+            ax.semilogy(b, np.minimum(bd, 1.0), ":", lw=0.8, color=f"C{j}")
         bb = np.array(betas, float)
         e0 = curves[0][3][len(betas) // 2]
         ax.semilogy(bb, e0 * np.exp(-claimed_rate * (bb - betas[len(betas) // 2])), "k--", lw=1,
-                    label=f"e^(-{claimed_rate:g} beta) (claimed)")
-        ax.axhline(err_tol, color="C3", lw=0.8, ls=":", label=f"tolerance {err_tol:g}")
+                    label=f"e^(-{claimed_rate:g} beta) (finding)")
         ax.set_xlabel("beta")
         ax.set_ylabel("max |layer-2 attention - BMA posterior|")
-        ax.set_title(f"W.T1: attention -> BMA posterior (L={L}, H={H})")
+        ax.set_title(f"W.T1: attention -> BMA posterior (L={L}, H={H}); dotted: bound")
         ax.legend(fontsize=6)
         res.figures.append(ctx.save_figure(fig, "attention-vs-beta"))
     return res
+
+
+def _rate_finding(claimed, tol, rates, n_unmeasurable, n_matrices, misses, fit_betas) -> Finding:
+    """The rate in beta (not in W's statement): the copy error is O((L+H) e^{-2 beta}), so the
+    attention error falls like e^{-2 beta}; its fitted slope is read against ``claimed`` +- ``tol``."""
+    reading = (f"the attention error falls like e^(-{claimed:g} beta) (fitted on beta in {fit_betas}, within "
+               f"{tol:g}); W states the limit only")
+    nums = (Number("fitted rate (min over matrices)", min(rates, default=float("nan")), tolerance=tol),
+            Number("fitted rate (max over matrices)", max(rates, default=float("nan")), tolerance=tol),
+            Number("matrices whose rate is not measurable", n_unmeasurable, n=n_matrices))
+    if not rates:
+        return Finding(FindingKind.STRICTER, reading, Verdict.INCONCLUSIVE,
+                       f"rate not measurable on any of {n_matrices} matrices (attention error at float64 round-off)",
+                       numbers=nums)
+    if misses:
+        return Finding(FindingKind.STRICTER, reading, Verdict.FAIL,
+                       f"fitted rate {misses[0]['fitted rate']:.4g}, not {claimed:g} +- {tol:g}, on {len(misses)} "
+                       f"of {n_matrices} matrices", numbers=nums, counterexample=misses[0])
+    return Finding(FindingKind.STRICTER, reading, Verdict.PASS,
+                   f"fitted rate {min(rates):.4g} to {max(rates):.4g} (claimed {claimed:g})", numbers=nums)
 
 
 def _w_t1_montecarlo(ctx: Context) -> TierResult:
@@ -283,13 +340,13 @@ def _w_t1_montecarlo(ctx: Context) -> TierResult:
         + ", ".join(f"L={L}: {est['mixture'][L].value:.4f}±{est['mixture'][L].stderr:.2g}" for L in Ls)
         + f"; decreasing step by step: {conclusion.value}",
         assumptions=[assumption], numbers=numbers, counterexample=cex, budget=budget)
-    res.readings += [
-        {"name": "mixture (decides)", "verdict": res.verdict.value,
-         "detail": ", ".join(f"L={L}: {est['mixture'][L].value:.4f}" for L in Ls)},
-        {"name": "logits", "verdict": tier_verdict([assumption], Outcome.VIOLATED if Outcome.VIOLATED in lo_out else
-                                                   Outcome.UNDECIDED if Outcome.UNDECIDED in lo_out else
-                                                   Outcome.HELD).value,
-         "detail": ", ".join(f"L={L}: {est['logits'][L].value:.4f}" for L in Ls)}]
+    lo_verdict = tier_verdict([assumption], Outcome.VIOLATED if Outcome.VIOLATED in lo_out else
+                              Outcome.UNDECIDED if Outcome.UNDECIDED in lo_out else Outcome.HELD)
+    res.findings.append(Finding(
+        FindingKind.OUTSIDE, "output read as logits softmax(sum_h' A_h' W_OV[x_h']) (not W's mixture): its TV to "
+        "pi(.|x_pa(h)) decreasing step by step along L", lo_verdict,
+        "logits reading, mean TV to pi(.|x_pa): " + ", ".join(f"L={L}: {est['logits'][L].value:.3f}" for L in Ls),
+        numbers=tuple(est["logits"][L].number(f"mean TV at L={L} (logits reading)") for L in Ls)))
     fig, ax = plt.subplots(figsize=(5, 4))
     for k, name in enumerate(("mixture", "logits")):
         ax.errorbar(Ls, [est[name][L].value for L in Ls], yerr=[ctx.z * est[name][L].stderr for L in Ls],
@@ -305,36 +362,48 @@ def _w_t1_montecarlo(ctx: Context) -> TierResult:
 
 W_T1 = Claim(
     id="W.T1",
-    title="The two-layer construction computes BMA (attention -> posterior at rate e^{-2 beta})",
+    title="The two-layer construction computes BMA (attention -> posterior as beta -> inf)",
     source=Source("W", "Theorem 1", "lim_{beta->inf} A^(2)_{h->.} = softmax(p_hat^BMA_{h,L}); "
                   "lim_{beta, L -> inf} f(.|H_h^L) = pi(.|x_pa(h))"),
-    statement=("sim.models.wei_construction(pi, L, H, beta) in float64: K = L RPE copier heads (w_H[offset 0] = +beta, "
+    primary=PrimaryReading(
+        statement=("Theorem 1: with w_H[0] = +beta (else -beta), w_L[k] = +beta at l = k (else -beta), "
+                   "W_KQ = diag(W, ..., W), sigma(W_OV) = pi and W = log pi, the layer-2 attention tends to the BMA "
+                   "posterior as beta -> inf, and the prediction tends to pi(.|x_pa(h)) as beta, L -> inf."),
+        seed="000", lines="117-127",
+        setting="W's construction (K = L copier heads, x-block of W_KQ zero, lines 99-109) with W's output "
+                "pred = sum_h' attn[h'] pi(.|x_h') (pseudo-code, lines 155-164); W's task; pi > 0 entrywise.",
+        review=("Both statements are limits. The beta-limit is decided by the measured error staying within the "
+                "construction's own error bound at every beta of a grid, a bound that goes to 0 as beta -> inf "
+                "(not a fixed tolerance); the L-limit by the mean TV to pi(.|x_pa) falling along a grid of L at "
+                "large beta. W states no rate, so the e^{-2 beta} rate is a stricter-criterion finding; the logits "
+                "output is outside W's setting (W's pseudo-code outputs the mixture).")),
+    statement=("Primary reading: W Theorem 1's two limits with W's mixture output (seed 000, lines 117-127); "
+               "reported as findings: the rate e^{-2 beta} (stricter criterion) and the logits output reading "
+               "(outside W's setting). "
+               "sim.models.wei_construction(pi, L, H, beta) in float64: K = L RPE copier heads (w_H[offset 0] = +beta, "
                "else -beta; w_L[k, l] = +beta iff l = k), W_KQ = blockdiag(log pi) (x-block zero: the target token "
                "never reaches its own score), W_OV = log pi. The output reading BUILT and deciding is the mixture "
-               "f_h = sum_h' A_h' softmax(W_OV)[x_h'] (W's pseudo-code), which equals the BMA predictive; the logits "
-               "reading softmax(sum_h' A_h' W_OV[x_h']) is reported beside it. Exact tier: on contexts sampled from "
-               "random recursive trees, max_h,h' |A(h, h') - bma_posterior| over a grid of beta is decreasing, below "
-               "1e-8 at the largest beta, and falls like e^{-rate beta} with the fitted rate within 0.1 of the claimed "
-               "2 (the copy weight misses its token by O((L+H) e^{-2 beta})); where the error is below the float64 "
-               "round-off floor (1e-13) at all but one fitted beta (a near-deterministic pi) the rate is not "
-               "measurable and is not counted against the claim, and a tier that measured it on no matrix is "
-               "INCONCLUSIVE; the mixture prediction equals bma_predictive within 1e-8 there. Monte Carlo tier: at large beta, the mean over prompts and positions "
-               "of TV(prediction, pi(.|x_pa(h))) decreases step by step along a grid of L (paired prompts, margin "
-               "z s.e.)."),
+               "f_h = sum_h' A_h' softmax(W_OV)[x_h'] (W's pseudo-code), which equals the BMA predictive. Exact "
+               "tier: on contexts sampled from random recursive trees, max_h,h' |A(h, h') - bma_posterior| is at "
+               "most the construction's error bound e^r - 1, r = 8 L eps(beta) max|W| + float64 round-off, eps(beta) "
+               "= the copy mass missed, O((L+H) e^{-2 beta}) (sim.claims.wei.construction.attention_error_bound), at "
+               "every beta of a grid, and the mixture prediction is within it of bma_predictive at the largest beta. "
+               "Monte Carlo tier: at large beta, the mean over prompts and positions of TV(prediction, "
+               "pi(.|x_pa(h))) decreases step by step along a grid of L (paired prompts, margin z s.e.)."),
     assumptions=_ASSUMPTIONS,
     checks={"exact": _w_t1_exact, "montecarlo": _w_t1_montecarlo},
     settings={
         "quick": {"tiers": ("exact", "montecarlo"), "n_matrices": 2, "dims": (2, 3), "L": 4, "H": 5,
                   "n_contexts": 16, "betas": (2, 4, 6, 8, 10, 12, 14), "rate_fit_min_beta": 4, "rate_tol": 0.1,
-                  "attention_tol": 1e-8, "mc_L": (1, 4, 16, 48), "mc_H": 6, "mc_d": 3, "mc_prompts": 200,
+                  "mc_L": (1, 4, 16, 48), "mc_H": 6, "mc_d": 3, "mc_prompts": 200,
                   "mc_matrices": 2, "mc_beta": 30.0},
         "standard": {"tiers": ("exact", "montecarlo"), "n_matrices": 4, "dims": (2, 3, 5), "L": 6, "H": 6,
                      "n_contexts": 64, "betas": (2, 4, 6, 8, 10, 12, 14, 16), "rate_fit_min_beta": 4,
-                     "rate_tol": 0.1, "attention_tol": 1e-8, "mc_L": (1, 4, 16, 64), "mc_H": 6, "mc_d": 3,
+                     "rate_tol": 0.1, "mc_L": (1, 4, 16, 64), "mc_H": 6, "mc_d": 3,
                      "mc_prompts": 800, "mc_matrices": 3, "mc_beta": 30.0},
         "paper": {"tiers": ("exact", "montecarlo"), "n_matrices": 8, "dims": (2, 3, 5, 10), "L": 10, "H": 10,
                   "n_contexts": 128, "betas": (2, 4, 6, 8, 10, 12, 14, 16), "rate_fit_min_beta": 4,
-                  "rate_tol": 0.1, "attention_tol": 1e-8, "mc_L": (1, 4, 16, 64, 128), "mc_H": 8, "mc_d": 5,
+                  "rate_tol": 0.1, "mc_L": (1, 4, 16, 64, 128), "mc_H": 8, "mc_d": 5,
                   "mc_prompts": 2000, "mc_matrices": 4, "mc_beta": 30.0},
     },
     params={"W_block": _log_pi, "rate": 2.0},

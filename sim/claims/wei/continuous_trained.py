@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...verdict import Assumption, Number, Outcome, TierResult, compare, tier_verdict
+from ...verdict import Assumption, Finding, FindingKind, Number, Outcome, TierResult, compare, tier_verdict
 from ..base import Context
 from ..inputs import record_matrix
 from .continuous import orthogonal_matrix
@@ -174,10 +174,11 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     conclusion = combine_outcomes(outs)
     tol = s.get("trained_gap_tol", 0.02)
     last = gap_nums[Ls[-1]]
-    readings = [{"name": f"gap at L={Ls[-1]} below {tol} (closed, not only shrinking)",
-                 "verdict": tier_verdict(assumptions, compare(last.value, tol, stderr=last.stderr, z=ctx.z,
-                                                              direction="<=")).value,
-                 "detail": f"{last.value:.4f} ± {last.stderr:.2g}"}]
+    findings = [Finding(
+        FindingKind.STRICTER, f"the trained gap is closed, below {tol:g} at L={Ls[-1]} (W says 'comparable' at large "
+        "L, no number)", tier_verdict(assumptions, compare(last.value, tol, stderr=last.stderr, z=ctx.z,
+                                                              direction="<=")),
+        f"trained gap at L={Ls[-1]}: {last.value:.4f} ± {last.stderr:.2g} against {tol:g}", numbers=(last,))]
     cex = None
     if conclusion is Outcome.VIOLATED:
         cex = {"A": [record_matrix(A) for A in As], "rho": rho, "d": d, "H": H, "L grid": Ls, "n_eval": n_eval,
@@ -189,7 +190,7 @@ def _w_p2_trained(ctx: Context) -> TierResult:
         (f"trained WeiContinuous (d={d}, H={H}, rho={rho}, {n_seeds} seeds): accuracy gap BMA - trained "
          + ", ".join(f"L={L}: {gap_nums[L].value:.4f}±{gap_nums[L].stderr:.2g}" for L in Ls)
          + f"; positive at L={Ls[0]} and shrinking: {conclusion.value}"),
-        assumptions=assumptions, numbers=numbers, counterexample=cex, readings=readings,
+        assumptions=assumptions, numbers=numbers, counterexample=cex, findings=findings,
         budget="more seeds or n_eval (trained_seeds, trained_n_eval)" if conclusion is Outcome.UNDECIDED else "")
     if not all(a.holds for a in assumptions):
         res.conclusion_without_assumptions = f"{conclusion.value} on the input that breaks an assumption"

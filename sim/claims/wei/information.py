@@ -7,8 +7,9 @@ import numpy as np
 from theory import channel, dobrushin, eta_chi2, eta_kl, expected_loglik, marginals, mutual_information, pairwise_joint
 from theory.information import KINDS
 
-from ...verdict import Number, Outcome, TierResult, compare, tier_verdict
-from ..base import Claim, Context, InstanceCheck, Source, matrices_strategy, property_tier, summarize_instances
+from ...verdict import Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
+from ..base import (Claim, Context, InstanceCheck, PrimaryReading, Source, matrices_strategy, property_tier,
+                    summarize_instances)
 from ...priors import Dirichlet, Sparse
 from ..inputs import default_root, record_matrix, w_instances
 
@@ -151,7 +152,17 @@ W_L2 = Claim(
     id="W.L2",
     title="Data processing inequality on the causal tree",
     source=Source("W", "Lemma 2", "x -> y -> z Markov => I_f(y; z) >= I_f(x; z)"),
-    statement=("For x -> y -> z Markov, I_f(y;z) >= I_f(x;z) for f in {KL, chi2, TV, squared Hellinger}; on W's "
+    primary=PrimaryReading(
+        statement=("Lemma 2: if x -> y -> z is a Markov chain, I_f(y; z) >= I_f(x; z); in W's setting "
+                   "x_h' -> x_pa(h) -> x_h is a Markov chain, so the DPI holds."),
+        seed="000", lines="189-193",
+        setting="W's tree (random recursive, pa(h) < h), any f-mutual information; W names no f and no root law.",
+        review=("A non-strict inequality stated as one: checked as >= within float64 round-off for the four "
+                "f-informations of the catalogue (KL, chi2, TV, squared Hellinger), every h' < h, h' != pa(h), "
+                "stationary and uniform roots (W leaves both open). No reading is stricter than the lemma.")),
+    statement=("Primary reading: W Lemma 2 as stated, the non-strict DPI (seed 000, lines 189-193); reported as "
+               "findings: none. "
+"For x -> y -> z Markov, I_f(y;z) >= I_f(x;z) for f in {KL, chi2, TV, squared Hellinger}; on W's "
                "tree (x_h' -> x_pa(h) -> x_h for h' < h, h' != pa(h)): I_f(x_h; x_h') <= I_f(x_h; x_pa(h)), "
                "checked exactly for every position pair, stationary and uniform root laws."),
     assumptions=("Markov chain x_h' -> x_pa(h) -> x_h",),
@@ -224,18 +235,23 @@ def _w_l3_exact(ctx: Context) -> TierResult:
                             "_inst": inst}))
     # Sharp SDPI reading: the ratio never exceeds Dobrushin's coefficient of the channel pa(h) -> h'
     # (eta_KL <= eta_TV), for every pair; and the contraction coefficients of the tightest pairs.
-    dob_viol = 0
+    dob_viol, local_viol, n_local = 0, 0, 0
     for c in checks:
         r = c.record
         K, p = channel(r["_inst"].pi, r["_inst"].tree, r["parent"], r["h_prime"], root=r["_inst"].root)
         r["Dobrushin(pa->h')"] = dobrushin(K[p > 0])
-        dob_viol += r["ratio"] > r["Dobrushin(pa->h')"] + 1e-9
+        dob_viol += r["ratio"] > r["Dobrushin(pa->h')"] + _ratio_roundoff(r["I(x_h; x_pa)"])
+        # delta read from x_h's own marginal (larger than the smallest over all positions)
+        d_h = float(marginals(r["_inst"].pi, r["_inst"].tree, root=r["_inst"].root)[r["h"]].min())
+        if r["gamma"] > 0 and d_h > 0:
+            n_local += 1
+            local_viol += r["ratio"] > ctx.params["bound"](d_h, r["gamma"]) + _ratio_roundoff(r["I(x_h; x_pa)"])
     valid = [c for c in checks if c.record["gamma"] > 0 and c.record["delta"] > 0]
     numbers = [Number("max ratio I(x_h;x_h')/I(x_h;x_pa)", max(c.record["ratio"] for c in checks),
                       tolerance=ROUNDOFF, note=f"over {len(checks)} pairs"),
                Number("max ratio / bound (1 = the bound is tight)",
                       max((c.record["ratio"] / c.record["claimed bound"] for c in valid), default=0.0)),
-               Number("pairs with ratio > Dobrushin(pa->h')", dob_viol, note="sharp SDPI; must be 0")]
+               Number("pairs with ratio > Dobrushin(pa->h')", dob_viol, note="sharp SDPI (a finding)")]
     seen, tight = set(), []
     for c in sorted(checks, key=lambda c: c.record["claimed bound"] - c.record["ratio"]):
         key = (round(c.record["ratio"], 9), round(c.record["claimed bound"], 9))
@@ -259,9 +275,17 @@ def _w_l3_exact(ctx: Context) -> TierResult:
         c.record.pop("_inst")
     res = summarize_instances("exact", checks, _L3_ASSUMPTIONS, what="I(x_h;x_h') <= (1 - delta*gamma) I(x_h;x_pa)",
                               numbers=numbers)
-    res.readings.append({"name": "sharp SDPI: ratio <= Dobrushin(pa(h) -> h')",
-                         "verdict": "PASS" if dob_viol == 0 else "FAIL",
-                         "detail": f"{dob_viol} of {len(checks)} pairs exceed it"})
+    res.findings += [
+        Finding(FindingKind.STRICTER, "sharp SDPI: the ratio is at most Dobrushin's coefficient of the channel "
+                "x_pa(h) -> x_h' (eta_KL <= eta_TV), a tighter bound than W's 1 - delta*gamma",
+                Verdict.PASS if dob_viol == 0 else Verdict.FAIL,
+                f"{dob_viol} of {len(checks)} pairs exceed Dobrushin's coefficient of pa(h) -> h'",
+                numbers=(Number("pairs with ratio > Dobrushin(pa->h')", dob_viol, n=len(checks)),)),
+        Finding(FindingKind.STRICTER, "delta read from x_h's own marginal, min_s P(x_h = s), instead of the smallest "
+                "marginal over all positions (equal under a stationary root)",
+                Verdict.PASS if local_viol == 0 else Verdict.FAIL,
+                f"{local_viol} of {n_local} pairs exceed 1 - delta_h*gamma with delta_h from x_h alone",
+                numbers=(Number("pairs with ratio > 1 - delta_h*gamma", local_viol, n=n_local),))]
     pts = np.array(pts, dtype=float)
     fig, ax = plt.subplots(figsize=(4.8, 4.2))
     ok = pts[:, 2] > 0
@@ -276,6 +300,12 @@ def _w_l3_exact(ctx: Context) -> TierResult:
     ax.legend(fontsize=7)
     res.figures.append(ctx.save_figure(fig, "ratio-vs-bound"))
     return res
+
+
+def _ratio_roundoff(i_pa: float) -> float:
+    """Float64 round-off of a ratio of two mutual informations, each summed from d^2 terms of size
+    about 1 with relative error about 1e-16: ``ROUNDOFF / I(x_h; x_pa)`` bounds it comfortably."""
+    return ROUNDOFF / max(i_pa, ROUNDOFF)
 
 
 def _w_l3_property(ctx: Context) -> TierResult:
@@ -321,7 +351,21 @@ W_L3 = Claim(
     title="Strong data processing: non-parents carry strictly less information",
     source=Source("W", "Lemma 3", "min pi >= gamma/|V|, min_s P(x_h = s) > delta => I(x_h; x_h') <= alpha "
                   "I(x_h; x_pa(h)), alpha <= 1 - delta*gamma"),
-    statement=("KL mutual information. With gamma = d * min pi > 0 and delta = the smallest marginal probability over "
+    primary=PrimaryReading(
+        statement=("Lemma 3: if min_{s,s'} pi(s'|s) >= gamma/|V| and min_s P(x_h = s) > delta, there is alpha <= "
+                   "1 - delta*gamma < 1 with I(x_h; x_h') <= alpha I(x_h; x_pa(h)) for all h' < h, h' != pa(h)."),
+        seed="000", lines="195-199",
+        setting="W's tree, KL mutual information (W writes I); delta bounds the marginals of every position; "
+                "W leaves the root law open (stationary and uniform checked).",
+        review=("The bound 1 - delta*gamma with delta the smallest marginal over all positions is the weakest "
+                "delta the lemma's hypothesis allows for every h at once, so it is W's bound, not a tighter one. "
+                "Two stricter readings are findings: Dobrushin's coefficient of the channel pa(h) -> h' (a sharper "
+                "SDPI W does not claim) and delta taken from x_h's marginal alone (they coincide under a "
+                "stationary root).")),
+    statement=("Primary reading: W Lemma 3 with W's bound 1 - delta*gamma (seed 000, lines 195-199); reported as "
+               "findings (stricter criteria): the sharp SDPI ratio <= Dobrushin(pa(h) -> h'), and delta read from "
+               "x_h's own marginal. "
+"KL mutual information. With gamma = d * min pi > 0 and delta = the smallest marginal probability over "
                "all positions > 0: I(x_h; x_h') <= (1 - delta*gamma) I(x_h; x_pa(h)) for every h' < h, h' != pa(h), "
                "stationary and uniform root laws. Reported with the contraction coefficients (eta_chi2, eta_KL "
                "bracket, Dobrushin) of the channel x_pa(h) -> x_h'. Where gamma = 0 or delta = 0 the lemma gives only "
@@ -379,7 +423,8 @@ def _w_l4_exact(ctx: Context) -> TierResult:
                             "gamma": gamma, "delta": delta}))
     res = summarize_instances("exact", checks, _L4_ASSUMPTIONS,
                               what="E[log pi(x_h|x_pa)] > E[log pi(x_h|x_h')] (strict)")
-    # Reading 2: the non-strict form for every pi, zeros included (sparse Dirichlet rows, no floor).
+    res.findings.append(_literal_all_positions(ctx, s))
+    # Outside W's setting: the non-strict form for every pi, zeros included (sparse Dirichlet rows, no floor).
     n_bad, n_eq, n_all, worst = 0, 0, 0, None
     for inst in w_instances(ctx, n_matrices=s["n_matrices"], dims=s["dims"], H=s["H"], default=_SPARSE_PRIOR):
         for h in range(1, inst.tree.n):
@@ -393,15 +438,48 @@ def _w_l4_exact(ctx: Context) -> TierResult:
                 if out is Outcome.VIOLATED and (worst is None or margin < worst[0]):
                     worst = (margin, {**inst.record(), "h": h, "h_prime": hp, "difference": diff})
                 n_bad += out is Outcome.VIOLATED
-    res.readings.append({"name": "non-strict, every pi (zeros allowed)",
-                         "verdict": "PASS" if n_bad == 0 else "FAIL",
-                         "detail": f"{n_all} pairs on {_SPARSE_PRIOR.spec()} matrices: {n_bad} violations, "
-                                   f"{n_eq} exact equalities" + ("" if worst is None else f"; worst {worst[1]}")})
-    if n_bad and res.conclusion is Outcome.HELD:
-        res.conclusion, res.verdict = Outcome.VIOLATED, tier_verdict(res.assumptions, Outcome.VIOLATED)
-        res.counterexample = worst[1]
-    res.numbers.append(Number("pairs with exact equality (non-strict reading)", n_eq, note=f"of {n_all}"))
+    res.findings.append(Finding(
+        FindingKind.OUTSIDE, "the non-strict form E[log pi(x_h|x_pa)] >= E[log pi(x_h|x_h')] for every pi, zeros "
+        "included (outside Lemma 3's conditions, which Lemma 4 assumes)",
+        Verdict.PASS if n_bad == 0 else Verdict.FAIL,
+        f"{n_bad} of {n_all} pairs violate the non-strict form on sparse pi ({n_eq} exact equalities)",
+        numbers=(Number("pairs violating the non-strict form", n_bad, n=n_all, note=_SPARSE_PRIOR.spec()),
+                 Number("pairs with exact equality (non-strict reading)", n_eq, n=n_all)),
+        counterexample=None if worst is None else worst[1]))
     return res
+
+
+def _literal_all_positions(ctx: Context, s) -> Finding:
+    """Lemma 4 read literally: "for all h' != pa(h)", every position of the tree, h' >= h included.
+
+    W's candidates are h' < h (Lemma 3 and Theorem 2's attention), which is the primary reading.
+    Literally, h' = h gives E[log pi(x_h|x_h)] = sum_a P(x_h=a) log pi(a, a), which beats the parent
+    when pi's diagonal is heavy, and a child c of h with a symmetric pi ties it exactly."""
+    n_bad, n_all, worst = 0, 0, None
+    for inst in w_instances(ctx, n_matrices=s["n_matrices"], dims=s["dims"], H=s["H"]):
+        pi, tree, root = inst.pi, inst.tree, inst.root
+        with np.errstate(divide="ignore"):
+            logpi = np.where(pi > 0, np.log(np.where(pi > 0, pi, 1.0)), -np.inf)
+        for h in range(1, tree.n):
+            pa = tree.parent(h)
+            e_pa = expected_loglik(pi, tree, pa, h, root=root)
+            for c in range(h, tree.n):
+                joint = pairwise_joint(pi, tree, c, h, root=root)  # P(x_c = a, x_h = b)
+                mass = joint > 0
+                e_c = float((joint[mass] * logpi[mass]).sum())
+                diff = e_pa - e_c
+                n_all += 1
+                if not diff > 1e-12:
+                    n_bad += 1
+                    if worst is None or diff < worst[0]:
+                        worst = (diff, {**inst.record(), "h": h, "parent": pa, "h_prime": c,
+                                        "E log pi(x_h|x_pa) - E log pi(x_h|x_h')": diff})
+    return Finding(FindingKind.LITERAL, "'for all h' != pa(h)' read literally: every position of the tree, "
+                   "h' >= h included (W's candidates are h' < h)",
+                   Verdict.PASS if n_bad == 0 else Verdict.FAIL,
+                   f"the strict gap fails for {n_bad} of {n_all} pairs with h' >= h (h' = h or a later position)",
+                   numbers=(Number("pairs h' >= h without a strict gap", n_bad, n=n_all),),
+                   counterexample=None if worst is None else worst[1])
 
 
 def _w_l4_property(ctx: Context) -> TierResult:
@@ -443,10 +521,23 @@ W_L4 = Claim(
     id="W.L4",
     title="The true parent has the largest expected log-likelihood",
     source=Source("W", "Lemma 4", "E[log pi(x_h | x_pa(h))] > E[log pi(x_h | x_h')] for h' != pa(h)"),
-    statement=("Under W Lemma 3's conditions (gamma = d min pi > 0, every marginal > 0) and I(x_h; x_pa(h)) > 0: "
+    primary=PrimaryReading(
+        statement=("Lemma 4: under Lemma 3's conditions, if I(x_h; x_pa(h)) > 0 then E_X[log pi(x_h|x_pa(h))] > "
+                   "E_X[log pi(x_h|x_h')] for all h' != pa(h)."),
+        seed="000", lines="203-207",
+        setting="W's tree; the candidates are the earlier positions h' < h (Lemma 3, line 199; Theorem 2's "
+                "attention over h' < h, line 213); pi with min pi >= gamma/|V| > 0.",
+        review=("The strict inequality under Lemma 3's conditions, for W's candidates h' < h, is the paper's "
+                "statement in its scope. Two other readings are findings: 'for all h' != pa(h)' taken literally "
+                "(positions h' >= h, which W never attends to: h' = h beats the parent for a heavy diagonal), and "
+                "the catalogue's non-strict form for every pi, zeros included (outside Lemma 3's conditions).")),
+    statement=("Primary reading: W Lemma 4, strict, for h' < h under Lemma 3's conditions (seed 000, lines 203-207); "
+               "reported as findings: the literal 'every h' != pa(h)' (h' >= h included) and the non-strict form for "
+               "every pi (outside the lemma's conditions). "
+               "Under W Lemma 3's conditions (gamma = d min pi > 0, every marginal > 0) and I(x_h; x_pa(h)) > 0: "
                "E[log pi(x_h|x_pa(h))] - E[log pi(x_h|x_h')] > 0 for every h' < h, h' != pa(h) (exact expectations "
-               "over the tree's joint law, stationary and uniform roots). Second reading: the non-strict form for "
-               "every pi, zeros included. Equality cases are counted."),
+               "over the tree's joint law, stationary and uniform roots). Equality cases of the non-strict form "
+               "are counted."),
     assumptions=_L4_ASSUMPTIONS,
     checks={"exact": _w_l4_exact, "property": _w_l4_property},
     settings=_SETTINGS,

@@ -43,17 +43,48 @@ def test_finite_priors_meet_assumption_3_and_the_skewed_prior_by_hand():
     assert g[1, 0] - g[1, 1] >= m["eta_chi2"] >= m["sqrt_eta_chi2"]
 
 
-def test_default_passes_and_reports_the_readings(tmp_path):
+def test_default_passes_and_reports_the_findings(tmp_path):
+    """The intermediate bound's three readings and g[i,i] = 0 are findings of the exact tier; the
+    exact prefactor is a finding of the Monte Carlo tier. None of them decides."""
+    from sim.verdict import FindingKind
+
     res = _run(get("N.K3"), tmp_path)
     assert res.verdict is Verdict.PASS, [(t.tier, t.verdict, t.summary) for t in res.tiers]
     ex = _tier(res, "exact")
-    readings = {r["name"].split(",")[0]: r["verdict"] for r in ex.readings}
-    assert readings["alpha = Dobrushin(pi)"] == "FAIL"
-    assert readings["alpha = eta_chi2(pi"] == "PASS" and readings["alpha = sqrt(eta_chi2(pi"] == "PASS"
+    literal = {f.detail.split(":")[0]: f.verdict for f in ex.findings if f.kind is FindingKind.LITERAL}
+    assert literal["Dobrushin alpha, unweighted B"] is Verdict.FAIL
+    assert literal["alpha = eta_chi2, weighted B"] is Verdict.PASS
+    assert literal["alpha = sqrt(eta_chi2), weighted B"] is Verdict.PASS
+    diag = next(f for f in ex.findings if f.kind is FindingKind.UNSTATED)
+    assert diag.verdict is Verdict.PASS and diag.numbers[0].value <= 1e-12
+    assert ex.readings == []
     bf = next(n for n in ex.numbers if n.name.startswith("max |g (theory)"))
     assert bf.value < 1e-12
     mc = _tier(res, "montecarlo")
     assert mc.figures and any(n.name.startswith("cos(autograd") for n in mc.numbers)
+    scale = next(f for f in mc.findings if f.kind is FindingKind.LITERAL)
+    assert "beta0/(S T)" in scale.reading and scale.numbers
+    assert res.headline.startswith("PASS")
+
+
+def test_a_wrong_signal_fails_the_identity(tmp_path, monkeypatch):
+    """g with the parent's entry doubled (a wrong formula for g_{i,p(i)} = I_chi2) fails the exact tier."""
+    from sim.claims.nichani import gradient
+
+    real = gradient.nichani_gradient_signal
+
+    def doubled(pis, parents, weights):
+        g = real(pis, parents, weights).copy()
+        for i, p in enumerate(parents):
+            if p >= 0:
+                g[i, p] *= 2
+        return g
+
+    monkeypatch.setattr(gradient, "nichani_gradient_signal", doubled)
+    ex = _tier(_run(get("N.K3"), tmp_path, tiers=("exact",)), "exact")
+    assert ex.verdict is Verdict.FAIL
+    assert ex.counterexample["conclusion"] in ("g[i,p(i)] == E[I_chi2(s_i; s_p(i) | pi)]",
+                                               "theory.gradients g == enumeration of all S^T sequences")
 
 
 def test_a_linear_gap_bound_is_refuted(tmp_path):

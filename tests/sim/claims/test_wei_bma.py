@@ -51,10 +51,24 @@ def test_w_l1_non_uniform_parent_prior_is_assumption_unmet(run_claim):
 
 
 def test_w_p1_passes_and_row_shift_moves_attention(run_claim):
+    """The row-shift half is W's unstated converse: a finding (PASS), not part of the deciding reading."""
+    from sim.verdict import FindingKind
+
     res = run_claim(get("W.P1"), n_instances=50)
-    assert res.verdict is Verdict.PASS
+    assert res.verdict is Verdict.PASS and res.headline == "PASS"
+    for t in res.tiers:
+        assert [(f.kind, f.verdict) for f in t.findings] == [(FindingKind.UNSTATED, Verdict.PASS)]
+        assert not any("row shift" in r["name"] for r in t.readings)
     exact = next(t for t in res.tiers if t.tier == "exact")
-    assert exact.readings[0]["verdict"] == "PASS"
+    assert exact.findings[0].numbers[0].value > 1e-3
+
+
+def test_w_l1_reports_both_conditionings_as_criteria(run_claim):
+    res = run_claim(get("W.L1"), tiers=("exact",), **SMALL_L1)
+    names = {r["name"]: r["verdict"] for r in res.tiers[0].readings}
+    assert names == {"posterior given the context only == closed form": "PASS",
+                     "posterior given the context and target prefix == closed form": "PASS"}
+    assert res.tiers[0].findings == []
 
 
 def test_w_p1_claiming_row_shift_invariance_fails(run_claim):

@@ -6,7 +6,7 @@ import pytest
 
 from sim.claims.wei.continuous import W_P2, _bma_logits, _ls_fit, orthogonal_matrix, _sample
 from sim.sampling import random_recursive_parents
-from sim.verdict import Verdict
+from sim.verdict import FindingKind, Verdict
 from theory import bilinear_logits, gaussian_bma_logits
 
 # The trained tier has its own tests (test_wei_trained.py).
@@ -30,7 +30,18 @@ def test_passes_on_defaults(run, tmp_path):
     gaps = [n for n in mc.numbers if n.name.startswith("W = A (any c > 0): accuracy gap")]
     assert gaps[0].value > 3 * gaps[0].stderr and gaps[-1].value < 0.005
     assert {r["verdict"] for r in mc.readings} == {"PASS"}
+    # 'closed below gap_tol' is stricter than W's 'comparable'; the least-squares W is another model
+    assert {(f.kind, f.verdict) for f in mc.findings} == {(FindingKind.STRICTER, Verdict.PASS),
+                                                          (FindingKind.OUTSIDE, Verdict.PASS)}
     assert mc.figures and (tmp_path / mc.figures[0]).exists()
+
+
+def test_no_gap_to_close_does_not_pass(run):
+    """On an L grid where BMA and the bilinear score already agree (L = 48, 64: gap 0 at both), the
+    deciding reading (a gap at the smallest L that shrinks) has nothing to show: never a PASS."""
+    res = run(W_P2, tiers=("montecarlo",), mc_L=(48, 64), mc_contexts=600)
+    mc = res.tiers[0]
+    assert mc.verdict is not Verdict.PASS, mc.summary
 
 
 def test_c2_without_the_half_fails(run):

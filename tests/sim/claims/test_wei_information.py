@@ -4,7 +4,7 @@ import numpy as np
 
 from sim.claims import get
 from sim.priors import Point
-from sim.verdict import Verdict
+from sim.verdict import FindingKind, Verdict
 from theory import mutual_information, pairwise_joint
 
 SMALL = dict(n_matrices=2, dims=(2, 3), H=6, max_d=3, max_H=6, max_examples=40)
@@ -38,7 +38,10 @@ def test_w_l3_passes_and_reports_contraction_coefficients(run_claim):
     exact = next(t for t in res.tiers if t.tier == "exact")
     names = [n.name for n in exact.numbers]
     assert any("eta_chi2" in n for n in names) and any("Dobrushin" in n for n in names)
-    assert exact.readings[0]["verdict"] == "PASS"  # ratio <= Dobrushin of the channel pa -> h'
+    # the sharp SDPI (ratio <= Dobrushin of the channel pa -> h') and the per-position delta are stricter
+    # readings than W's: findings, both PASS here
+    assert [(f.kind, f.verdict) for f in exact.findings] == [(FindingKind.STRICTER, Verdict.PASS)] * 2
+    assert "Dobrushin" in exact.findings[0].reading and exact.readings == []
     assert exact.figures
 
 
@@ -59,11 +62,24 @@ def test_w_l3_gamma_zero_is_assumption_unmet_and_necessary(run_claim):
     assert "looks necessary" in res.tiers[0].conclusion_without_assumptions  # ratio = 1: no contraction
 
 
-def test_w_l4_passes_with_both_readings(run_claim):
+def test_w_l4_passes_and_reports_the_other_readings_as_findings(run_claim):
     res = run_claim(get("W.L4"), **SMALL)
     assert res.verdict is Verdict.PASS
     exact = next(t for t in res.tiers if t.tier == "exact")
-    assert exact.readings[0]["verdict"] == "PASS"
+    kinds = {f.kind: f for f in exact.findings}
+    assert set(kinds) == {FindingKind.LITERAL, FindingKind.OUTSIDE}
+    assert kinds[FindingKind.OUTSIDE].verdict is Verdict.PASS  # non-strict for every pi, zeros included
+
+
+def test_w_l4_literal_every_position_fails_on_a_heavy_diagonal(run_claim):
+    """'for all h' != pa(h)' read literally includes h' = h: E[log pi(x_h|x_h)] = sum_a mu(a) log pi(a, a)
+    beats the parent when pi's diagonal is heavy. The primary reading (h' < h) still PASSes."""
+    heavy = Point([[0.95, 0.05], [0.05, 0.95]])
+    res = run_claim(get("W.L4"), prior=heavy, tiers=("exact",), n_matrices=1, dims=(2,), H=5)
+    assert res.verdict is Verdict.PASS
+    lit = next(f for f in res.tiers[0].findings if f.kind is FindingKind.LITERAL)
+    assert lit.verdict is Verdict.FAIL and lit.counterexample["h_prime"] >= lit.counterexample["h"]
+    assert res.headline.startswith("PASS (finding")
 
 
 def test_w_l4_shifted_gap_fails(run_claim):

@@ -12,7 +12,8 @@ from sim.claims.wei.continuous_trained import ContinuousTask, gaussian_bma_poste
 from sim.claims.wei.trained import extend_to_L
 from sim.claims.wei.training import WRecipe, WTask, evaluate_wei, train_wei
 from sim.models import WeiTransformer, wei_construction
-from sim.verdict import Verdict
+from sim.priors import Point
+from sim.verdict import FindingKind, Verdict
 from theory import gaussian_bma_posterior
 
 from .conftest import tier
@@ -35,6 +36,10 @@ def test_w_e1_passes_on_small_settings(run_claim):
     model = next(n for k, n in names.items() if k.startswith("eval loss, model"))
     assert model.value >= bma.value - 3 * (bma.stderr + model.stderr)  # nothing beats Bayes
     assert len(t.figures) == 3 and all(r["verdict"] == "PASS" for r in t.readings if r["name"].startswith("criterion"))
+    # the row error's margin over the column error and the per-head W_tf are stricter than W: findings
+    assert "criterion: row larger" not in {r["name"] for r in t.readings}
+    assert [f.kind for f in t.findings] == [FindingKind.STRICTER, FindingKind.STRICTER]
+    assert "row-softmax error exceeds" in t.findings[0].reading
 
 
 def test_w_e1_wrong_constant_fails_with_counterexample(run_claim):
@@ -62,6 +67,51 @@ def test_w_e1_wrong_task_breaks_assumption_and_fails_probes(run_claim):
     crit = {r["name"]: r["verdict"] for r in t.readings}
     assert crit["criterion: copier"] == "FAIL"
     assert t.counterexample and t.counterexample["failed criteria"]
+
+
+def test_w_e1_row_margin_never_decides(run_claim):
+    """A row margin of 10 (impossible) fails only its finding; the deciding criteria are W's."""
+    res = run_claim(get("W.E1").variant(row_margin=10.0), **SMALL_E1)
+    t = tier(res, "trained")
+    assert res.verdict is Verdict.PASS, t.summary
+    row = next(f for f in t.findings if "row-softmax" in f.reading)
+    assert row.verdict is Verdict.FAIL and res.headline.startswith("PASS (finding")
+
+
+def _constructions_as_trained(monkeypatch, beta_of_L):
+    """Stand-ins for W.E2's trained models: W's construction at each training L, with a sharpness
+    ``beta_of_L(L)`` (a large beta implements BMA; a small one blurs the copies)."""
+    from types import SimpleNamespace
+
+    from sim.claims.wei import trained
+
+    def fake_jobs(ctx, jobs, label):
+        return [SimpleNamespace(model=wei_construction(j["pi"], j["L"], j["H"], beta_of_L(j["L"])), seconds=0.0,
+                                cpu_seconds=0.0) for j in jobs]
+
+    monkeypatch.setattr(trained, "run_jobs", fake_jobs)
+
+
+E2_TINY = dict(d=3, H=6, train_L=(2, 8), test_L=(1, 2, 4, 8, 16), seeds=4, n_eval=512)
+#: One pi with clear structure for every seed, so the seeds differ only in their prompts.
+E2_PI = Point(np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8], [0.1, 0.8, 0.1]]))
+
+
+def test_w_e2_passes_when_the_small_L_model_generalises_better(run_claim, monkeypatch):
+    _constructions_as_trained(monkeypatch, lambda L: 12.0 if L == 2 else 0.3)
+    res = run_claim(get("W.E2"), prior=E2_PI, **E2_TINY)
+    t = tier(res, "trained")
+    assert res.verdict is Verdict.PASS, t.summary
+    assert {f.kind for f in t.findings} == {FindingKind.STRICTER, FindingKind.UNSTATED}
+
+
+def test_w_e2_wrong_model_fails(run_claim, monkeypatch):
+    """The model trained at the small L is the blurred one: 'small L generalises better' is refuted."""
+    _constructions_as_trained(monkeypatch, lambda L: 0.3 if L == 2 else 12.0)
+    res = run_claim(get("W.E2"), prior=E2_PI, **E2_TINY)
+    t = tier(res, "trained")
+    assert res.verdict is Verdict.FAIL, t.summary
+    assert t.counterexample["failed criteria"] == ["small L generalises better"]
 
 
 def test_w_e1_cpu_device_path(device_log):
@@ -143,6 +193,7 @@ def test_w_p2_trained_tier_gap_closes(run_claim):
     assert res.verdict is Verdict.PASS, (t.summary, t.error)
     gaps = [n for n in t.numbers if n.name.startswith("accuracy gap")]
     assert gaps[0].value > gaps[-1].value and len(t.figures) == 1
+    assert [f.kind for f in t.findings] == [FindingKind.STRICTER] and t.readings == []
 
 
 def test_w_p2_trained_tier_non_orthogonal_A_is_assumption_unmet(run_claim):
