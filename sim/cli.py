@@ -268,7 +268,7 @@ def _cmd_list(args) -> int:
         lv = last.get(c.id)
         tiers = ",".join(c.tiers) or ("(see note)" if c.pending else "(none)")
         title = f"{c.title} [{c.pending}]" if c.pending and not c.tiers else c.title
-        rows.append((c.id, c.source.cite(), tiers, c.decided_by,
+        rows.append((c.id, c.source.cite(), tiers, c.decided_by if c.tiers else "(see note)",
                      f"{lv[0]} ({lv[1]})" if lv else "—", title))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for k, r in enumerate(rows):

@@ -1,34 +1,88 @@
-"""N.E: N's Fig. 2 experiment. The full disentangled transformer, trained as N's code trains it
-(or by this project's faster recipe), learns to attend from each position to its parent on
-the chain, in-context-learning and random graphs; measured against N's own figures and the
-Bayes loss of the task.
+"""N.E: N's Fig. 2 experiment. N's disentangled transformer, trained as N's code trains it, on
+the chain, in-context-function and random-tree DAGs; its first layer read against the
+adjacency matrix and its loss against the Bayes loss of the task.
+
+The primary reading (the one that decides), as N measures it
+------------------------------------------------------------
+Per trained model (one graph, one training seed), N's own per-graph number
+(``many_graphs.ipynb``): the first layer's position block read as N reads it,
+``S(A1_pos,pos) = softmax(MASK(A^(1)[S:, S:]))``, averaged over the non-root positions,
+
+    m = (1/|E|) sum_{i non-root} S(A1_pos,pos)[i, p(i)],
+
+and the loss against the Bayes loss ``B`` of the task, as the fraction of the gap from the
+loss at initialisation (``W_O = 0`` outputs the uniform law: ``log S``) to ``B`` that
+training closes,
+
+    c = (log S - L_model) / (log S - B).
+
+A graph family (chain, in-context function, random trees) meets the reading when every
+trained model has ``m > 1/2`` and ``c > 1/2`` (``c`` beyond ``z`` standard errors of its
+evaluation prompts). ``m > 1/2`` says the parent holds a majority of the attention on
+average: the average row is nearer the adjacency row ``e_{p(i)}`` in total variation than
+any other one-hot row, and it implies ``m`` exceeds both the uniform level
+``mean_i 1/(i+1)`` (the first layer at initialisation) and the mean attention on the
+strongest non-parent key. ``c > 1/2``: the trained loss ends nearer the Bayes loss than
+where it started. N's own 20-graph output meets the first part with every graph (its
+lowest per-graph mean is 0.675; :data:`N_REFERENCE_GRAPHS`). A family violates the
+reading when its mean over trained models is below 1/2 beyond its error (seeds' spread
+with a Student-t quantile at the level of ``z``, plus the prompts' error).
+
+Only N's recipe decides (all blocks from zero, plain gradient descent, lr 1, cosine decay
+over ``2**17`` steps, batch 1024: the paper profile). Any other recipe (quick, standard) is
+not N's: its measurements are reported, and its verdict is INCONCLUSIVE, with the budget
+that would decide it. Every other reading is a finding (:class:`sim.verdict.Finding`):
+the per-position argmax (stricter than anything N claims: N's own output misses it on 5
+of 20 graphs), the loss reaching the Bayes loss, N's code's plotted "Bayes" line (the
+reference code), and Adam where plain gradient descent left an argmax off a parent
+(another optimiser).
+
+The Bayes loss: with roots ``~ mu_pi`` the add-alpha estimator is not Bayes (claim N.T). For any
+predictor ``f`` computed from the prompt, ``loss(f) = E[H(P*)] + E[KL(P* || f)]`` with ``P* =
+E[pi(q, .) | prompt]``, so ``B = loss(add-alpha) - E[KL(P* || add-alpha)]`` exactly; the KL is
+estimated with ``P*`` by importance sampling, its ``O(1/K)`` bias removed by Richardson
+extrapolation (:func:`bayes_excess`, on :func:`sim.bayes_nichani.bayes_gap_richardson`, the
+estimator claim N.T uses), on a subset of the evaluation prompts; add-alpha's loss and the
+paired differences to it are on all of them. Under a prior that is not Dirichlet the baseline
+is add-alpha (an upper bound on ``B``).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
+from scipy import stats
 
 from theory.dirichlet import dirichlet_row_entropy
 
-from ...bayes_nichani import add_alpha_batch, bayes_loss_bracket, population_losses
+from ...bayes_nichani import add_alpha_batch, bayes_gap_richardson, population_losses
 from ...montecarlo import Estimate, mean_estimate
 from ...priors import Dirichlet, Prior
 from ...probes.nichani import adjacency_pattern, mean_attention, parent_attention, position_attention
-from ...verdict import Number, Outcome, TierResult, compare
-from ..base import Claim, Context, InstanceCheck, Source, summarize_instances
+from ...verdict import Finding, FindingKind, Number, Outcome, TierResult, Verdict, tier_verdict
+from ..base import Claim, Context, PrimaryReading, Source
 from .reporting import across_seeds, claim_graph, pyplot, trained_number, training_seeds
 from .task import N_ALPHA, N_S, N_T
 from .training import N_RECIPE, NTask, OneThread, Recipe, last_position_logits, sample_task, train_disentangled
 
-__all__ = ["N_E", "CLAIMS", "E_GRAPHS", "N_REFERENCE_MASS", "N_REFERENCE_CHAIN", "model_probs"]
+__all__ = ["N_E", "CLAIMS", "E_GRAPHS", "N_REFERENCE_MASS", "N_REFERENCE_CHAIN", "N_REFERENCE_GRAPHS", "model_probs",
+           "ERun", "FamilyOutcome", "family_outcome", "e_primary", "e_conclusion", "e_verdict", "is_n_recipe",
+           "uniform_level", "other_key_level", "bayes_excess"]
 
 #: N's reference code's own figure (many_graphs.ipynb): mean attention on the parent, S(A1_pos,pos), over 20
 #: random graphs, mean 0.8366, standard deviation 0.0540 (vocabulary 3, T = 20, each node a root w.p. 1/2,
 #: constant-lr plain gradient descent at lr 1 for 2**14 steps, batch 1024).
 N_REFERENCE_MASS = (0.8366, 0.0540)
+#: The same output per graph: (mean over non-root positions, lowest position) of S(A1_pos,pos)[i, p(i)], read off
+#: the notebook's printed deltas (1 - attention on the parent). Five graphs have a position at or below 0.22.
+N_REFERENCE_GRAPHS = ((0.9269, 0.8852), (0.7996, 0.7146), (0.8580, 0.7934), (0.8060, 0.7205), (0.8563, 0.7717),
+                      (0.8557, 0.7627), (0.8166, 0.7498), (0.8398, 0.7173), (0.8911, 0.8555), (0.8126, 0.2203),
+                      (0.8441, 0.6659), (0.9066, 0.8519), (0.7622, 0.0941), (0.6746, 0.0742), (0.8785, 0.8286),
+                      (0.8095, 0.1245), (0.8535, 0.7801), (0.8741, 0.7960), (0.8636, 0.7988), (0.8034, 0.0860))
 #: Measured on N's reference chain task (S=10, T=20, alpha=0.1, 2**17 steps), CLAIMS.md N.E.
 N_REFERENCE_CHAIN = {"mean": 0.79, "worst position": 0.72}
 
@@ -36,6 +90,136 @@ N_REFERENCE_CHAIN = {"mean": 0.79, "worst position": 0.72}
 E_GRAPHS = ("chain", "icl", "random")
 
 
+# --------------------------------------------------------------------- the primary reading --
+def is_n_recipe(recipe: Recipe) -> bool:
+    """Whether ``recipe`` is N's (``single_parent.py``): CatFormer blocks from zero, plain gradient
+    descent at lr 1 with cosine decay over ``2**17`` steps, batch 1024, no weight decay."""
+    return (recipe.optimizer == N_RECIPE.optimizer and recipe.lr == N_RECIPE.lr and recipe.steps == N_RECIPE.steps
+            and recipe.batch == N_RECIPE.batch and recipe.schedule == N_RECIPE.schedule
+            and recipe.init_scale == 0.0 and recipe.weight_decay == 0.0)
+
+
+def uniform_level(parents) -> float:
+    """``mean_{i non-root} 1/(i+1)``: the attention on the parent of a uniform first layer (``A^(1) = 0``,
+    the layer at initialisation, or one that has learned nothing of the graph)."""
+    par = np.asarray(parents, dtype=np.int64).copy()
+    par[-1] = -1
+    rows = np.flatnonzero(par >= 0)
+    return float(np.mean(1.0 / (rows + 1.0)))
+
+
+def other_key_level(attn, parents) -> float:
+    """``mean_{i non-root} max_{j <= i, j != p(i)} A[i, j]``: the mean attention on the strongest
+    non-parent key (the level the parent must stand above)."""
+    par = np.asarray(parents, dtype=np.int64).copy()
+    par[-1] = -1
+    A = np.array(attn, dtype=np.float64)
+    rows = np.flatnonzero(par >= 0)
+    A[rows, par[rows]] = -np.inf
+    return float(np.mean(A[rows].max(axis=1)))
+
+
+@dataclass(frozen=True)
+class ERun:
+    """What the primary reading reads off one trained model: its graph family, training seed,
+    ``parent_mass`` ``m = mean_{i non-root} S(A1_pos,pos)[i, p(i)]`` (N's per-graph number; exact,
+    a function of the trained parameters) and ``closed`` ``c = (log S - L_model) / (log S - B)``
+    with the standard error ``closed_se`` of its evaluation prompts."""
+
+    graph: str
+    seed: int
+    parent_mass: float
+    closed: float
+    closed_se: float = 0.0
+
+
+@dataclass(frozen=True)
+class FamilyOutcome:
+    """One criterion of the primary reading on one graph family (see :func:`family_outcome`)."""
+
+    graph: str
+    criterion: str  # "attention" | "loss"
+    outcome: Outcome
+    mean: float
+    stderr: float
+    n: int
+    values: tuple[float, ...]
+    seeds: tuple[int, ...]
+    threshold: float
+    margin: float
+
+    def record(self) -> dict:
+        return {"graph family": self.graph, "criterion": self.criterion, "outcome": self.outcome.value,
+                "mean over trained models": self.mean, "standard error": self.stderr, "trained models": self.n,
+                "per model": [round(float(v), 6) for v in self.values], "training seeds": list(self.seeds),
+                "threshold": self.threshold}
+
+
+def family_outcome(values: Sequence[float], ses: Sequence[float], threshold: float, z: float, *,
+                   graph: str = "", criterion: str = "", seeds: Sequence[int] = ()) -> FamilyOutcome:
+    """Decide ``value > threshold`` for a graph family from its trained models.
+
+    HELD when every model has ``v_r - z se_r > threshold`` (``se_r``: the model's own
+    measurement error, ``0`` for the attention, which is exact). VIOLATED when the family's
+    mean is below the threshold beyond its error: ``mean + q s/sqrt(n) + z e < threshold``,
+    with ``s`` the models' spread, ``q`` the Student-t quantile with ``n - 1`` degrees of
+    freedom at the one-sided level ``Phi(z)`` (few seeds make a wide interval, not a lucky
+    one) and ``e = sqrt(sum se_r^2) / n``; a single model counts as exact. UNDECIDED
+    otherwise (some models below, the family's mean not clearly so: more models decide).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    e = np.asarray(ses, dtype=np.float64) if len(ses) else np.zeros_like(v)
+    if v.size == 0 or v.shape != e.shape:
+        raise ValueError("family_outcome needs one error per value, and at least one value")
+    n, m = v.size, float(v.mean())
+    s = float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+    q = float(stats.t.ppf(stats.norm.cdf(z), n - 1)) if n > 1 else 0.0
+    ep = float(math.sqrt((e ** 2).sum()) / n)
+    lows = v - z * e
+    upper = m + q * s + z * ep
+    if (lows > threshold).all():
+        out, margin = Outcome.HELD, float(lows.min() - threshold)
+    elif upper < threshold:
+        out, margin = Outcome.VIOLATED, upper - threshold
+    else:
+        out, margin = Outcome.UNDECIDED, float(lows.min() - threshold)
+    return FamilyOutcome(graph, criterion, out, m, math.hypot(s, ep), n, tuple(float(x) for x in v),
+                         tuple(int(x) for x in seeds), float(threshold), margin)
+
+
+def e_primary(runs: Sequence[ERun], *, parent_mass: float = 0.5, gap_closed: float = 0.5,
+              z: float = 3.0) -> list[FamilyOutcome]:
+    """The primary reading on every graph family of ``runs``: the attention criterion
+    (``m > parent_mass`` for every model) and the loss criterion (``c > gap_closed``)."""
+    out = []
+    for g in dict.fromkeys(r.graph for r in runs):
+        rs = [r for r in runs if r.graph == g]
+        sds = [r.seed for r in rs]
+        out.append(family_outcome([r.parent_mass for r in rs], [0.0] * len(rs), parent_mass, z, graph=g,
+                                  criterion="attention", seeds=sds))
+        out.append(family_outcome([r.closed for r in rs], [r.closed_se for r in rs], gap_closed, z, graph=g,
+                                  criterion="loss", seeds=sds))
+    return out
+
+
+def e_conclusion(families: Sequence[FamilyOutcome]) -> Outcome:
+    """VIOLATED if some family violates a criterion, UNDECIDED if some is undecided, else HELD."""
+    outs = [f.outcome for f in families]
+    if Outcome.VIOLATED in outs:
+        return Outcome.VIOLATED
+    if Outcome.UNDECIDED in outs:
+        return Outcome.UNDECIDED
+    return Outcome.HELD
+
+
+def e_verdict(families: Sequence[FamilyOutcome], decisive: bool) -> Verdict:
+    """The tier's verdict: the primary reading's outcome under N's recipe; INCONCLUSIVE under any
+    other recipe, whatever it measured (a recipe N did not use can neither refute nor settle N's
+    Fig. 2, and a verdict that hung on which seeds converge under it would change with the seed)."""
+    return tier_verdict([], e_conclusion(families)) if decisive else Verdict.INCONCLUSIVE
+
+
+# ------------------------------------------------------------------------------- running --
 def _e_recipe(s) -> Recipe:
     r = s["recipe"]
     return Recipe(r.get("name", "N's recipe, quick"), r.get("optimizer", "sgd"), float(r["lr"]), int(r["steps"]),
@@ -67,6 +251,25 @@ def model_probs(model, x: np.ndarray, device: str, chunk: int = 4096) -> np.ndar
     return np.concatenate(out)
 
 
+def bayes_excess(tokens: np.ndarray, parents, alpha: float, S: int, n_samples: int, seed: int
+                 ) -> tuple[Estimate, Estimate]:
+    """``loss(add-alpha) - Bayes loss`` on ``tokens``, and the residual bias check.
+
+    For any predictor ``f`` computed from the prompt, ``E[-sum_y pi(q, y) log f(y) | prompt] =
+    H(P*) + KL(P* || f)`` with ``P* = E[pi(q, .) | prompt]``, so add-alpha's excess over the Bayes
+    loss is ``E[KL(P* || a)]`` exactly. ``P*`` by importance sampling
+    (:func:`sim.bayes_nichani.bayes_gap_richardson`, the estimator N.T uses: conjugate-posterior
+    proposal weighted by ``mu_pi`` of the roots, ``n_samples`` draws per prompt, the ``O(1/K)``
+    bias removed by Richardson extrapolation). The error combines the prompts' standard error with
+    the residual ``(g_R(K/2) - g_R(K)) / 3`` and its own error, so a bias left over widens the bar.
+    """
+    terms = bayes_gap_richardson(tokens, parents, alpha, S, n_samples, np.random.default_rng(seed))["kl"]
+    rich = mean_estimate(terms["richardson"], seed)
+    resid = mean_estimate((terms["richardson_half"] - terms["richardson"]) / 3.0, seed)
+    err = math.sqrt(rich.stderr ** 2 + resid.value ** 2 + resid.stderr ** 2)
+    return Estimate(rich.value, err, rich.n, seed), resid
+
+
 def _e_run(ctx: Context, gname: str, par: np.ndarray, sd: int, recipe: Recipe, prior, alpha: float, bayes_ok: bool,
            wrong) -> dict:
     """Train one model on one graph and read it out against the baselines."""
@@ -94,174 +297,341 @@ def _e_run(ctx: Context, gname: str, par: np.ndarray, sd: int, recipe: Recipe, p
     pa_positions = parent_attention(att_positions, par, reading="positions")
     run = {"graph": gname, "parents": par, "seed": sd, "eval_seed": eval_seed, "model": model, "log": log,
            "pa_prompts": pa_prompts, "pa_positions": pa_positions, "att_prompts": att_prompts,
-           "att_positions": att_positions, "loss": mean_estimate(l_model, eval_seed),
+           "att_positions": att_positions, "uniform": uniform_level(par),
+           "other_key": other_key_level(att_positions, par), "loss": mean_estimate(l_model, eval_seed),
            "add_alpha": mean_estimate(l_aa, eval_seed), "code_line": mean_estimate(l_code, eval_seed),
+           "code_minus_aa": mean_estimate(l_code - l_aa, eval_seed),
            "model_minus_aa": mean_estimate(l_model - l_aa, eval_seed), "bayes": None}
     if bayes_ok:
+        # Bayes = add-alpha's loss - E[KL(P* || add-alpha)]: the KL on the first n_bayes prompts,
+        # add-alpha's loss (and the paired model / code differences) on all of them.
         nb = int(s["n_bayes"])
         is_seed = ctx.seed_for(f"bayes/{gname}/{sd}")
-        br = bayes_loss_bracket(x[:nb], pis[:nb], par, alpha, S, n_samples=int(s["is_samples"]), seed=is_seed)
-        # Bayes on the whole evaluation set: add-alpha there, minus the paired gap measured on the subset.
-        gap = br.add_alpha_minus_upper
-        run["bayes"] = br
+        gap, resid = bayes_excess(x[:nb], par, alpha, S, int(s["is_samples"]), is_seed)
+        run["bayes"] = {"add_alpha_minus_bayes": gap, "residual": resid, "n": nb, "K": int(s["is_samples"])}
         run["bayes_full"] = Estimate(run["add_alpha"].value - gap.value, math.hypot(run["add_alpha"].stderr, gap.stderr),
                                      len(x), is_seed)
         run["model_minus_bayes"] = Estimate(run["model_minus_aa"].value + gap.value,
                                             math.hypot(run["model_minus_aa"].stderr, gap.stderr), len(x), is_seed)
+        run["code_minus_bayes"] = Estimate(run["code_minus_aa"].value + gap.value,
+                                           math.hypot(run["code_minus_aa"].stderr, gap.stderr), len(x), is_seed)
+    run["closed"], run["closed_se"] = _closed(run, S)
     return run
+
+
+def _closed(run: dict, S: int) -> tuple[float, float]:
+    """``c = (log S - L_model) / (log S - B) = 1 - d / (log S - B)`` with ``d = L_model - B`` (paired),
+    and its standard error by the delta method from the errors of ``d`` and of ``B`` (``B``: the
+    Bayes estimate, or add-alpha where there is none)."""
+    ref = run["bayes_full"] if run["bayes"] is not None else run["add_alpha"]
+    diff = run["model_minus_bayes"] if run["bayes"] is not None else run["model_minus_aa"]
+    spread = math.log(S) - ref.value
+    return 1.0 - diff.value / spread, math.hypot(diff.stderr / spread, diff.value * ref.stderr / spread ** 2)
 
 
 def _e_trained(ctx: Context) -> TierResult:
     s = ctx.settings
     S, T = int(s["S"]), int(s["T"])
     wrong = ctx.params["wrong_task"]
-    gap_min = float(ctx.params["gap_closed"])
-    commit = float(ctx.params["committed"])
+    pm, gc = float(ctx.params["parent_mass"]), float(ctx.params["gap_closed"])
     recipe = _e_recipe(s)
+    decisive = is_n_recipe(recipe)
     prior, alpha, bayes_ok = _e_prior_alpha(ctx)
-    seeds = training_seeds(ctx, "train", int(s["seeds"]))
     lstar = dirichlet_row_entropy(alpha, S) if (prior is None or isinstance(prior, Dirichlet)) else None
-    runs, checks = [], []
+    runs = []
     for gname in s["graphs"]:
-        for k, sd in enumerate(seeds):
+        n_models = int(s.get("random_graphs", s["seeds"])) if gname == "random" else int(s["seeds"])
+        for k, sd in enumerate(training_seeds(ctx, "train", n_models)):
             par = claim_graph(gname, T, ctx, f"{gname}/{k}")
             ctx.progress(f"N.E: training on the {gname} graph, seed {sd} ({recipe.describe()})")
             run = _e_run(ctx, gname, par, sd, recipe, prior, alpha, bayes_ok, wrong)
+            run["wrong task"] = wrong
             runs.append(run)
-            pa = run["pa_prompts"]
-            att = run["att_prompts"]
-            miss = ~pa.argmax_on_parent
-            top = att[pa.positions, pa.argmax]  # attention at each row's argmax
-            committed = miss & (top >= commit)  # the row has settled on another key
-            diffuse = miss & ~committed  # the row has not formed yet: more training decides
-            record = {"graph": gname, "parents": par.tolist(), "training seed": sd, "recipe": recipe.describe(),
-                      "S": S, "T": T, "alpha": alpha, "wrong task": wrong,
-                      "prompts reading": pa.record(), "positions reading (N's S(A1_pos,pos))": run["pa_positions"].record(),
-                      "positions whose argmax is another key with attention >= "
-                      f"{commit}": pa.positions[committed].tolist(),
-                      "positions whose argmax misses the parent in a diffuse row": pa.positions[diffuse].tolist(),
-                      "loss": run["loss"].value, "add-alpha loss": run["add_alpha"].value}
-            attn_out = (Outcome.VIOLATED if committed.any() else Outcome.UNDECIDED if diffuse.any() else Outcome.HELD)
-            margin = float(pa.mass.min()) if not miss.any() else -float(top[miss].max())
-            checks.append(InstanceCheck({}, attn_out, margin,
-                                        {"conclusion": "first-layer attention (mean over prompts) has its argmax on "
-                                                       "the parent at every non-root position", **record}))
-            if diffuse.any() and s.get("adam_reading", True):
+            if not run["pa_positions"].all_argmax_on_parent and s.get("adam_reading", True):
                 run["adam"] = _adam_reading(ctx, gname, par, sd, prior, alpha, wrong)
-            # Loss: the fraction of the gap between the uniform predictor and Bayes that the model closes.
-            ref = run["bayes_full"] if run["bayes"] is not None else run["add_alpha"]
-            spread = math.log(S) - ref.value
-            closed = (math.log(S) - run["loss"].value) / spread
-            diff = run["model_minus_bayes"] if run["bayes"] is not None else run["model_minus_aa"]
-            se = diff.stderr / spread
-            out = compare(closed, gap_min, stderr=se, z=ctx.z)
-            checks.append(InstanceCheck({}, out, closed - gap_min, {
-                "conclusion": f"the loss closes >= {gap_min:.0%} of the gap between the uniform predictor (log S) "
-                              f"and the {'Bayes' if run['bayes'] is not None else 'add-alpha'} loss",
-                **record, "fraction of the gap closed": closed, "stderr": se,
-                "baseline": "Bayes (IS, add-alpha minus paired gap)" if run["bayes"] is not None else "add-alpha",
-                "baseline loss": ref.value}))
-    numbers = _e_numbers(ctx, runs, seeds, lstar, recipe)
-    res = summarize_instances("trained", checks, [],
-                              what=(f"argmax of the first layer on the parent at every non-root position, and the "
-                                    f"loss closes >= {gap_min:.0%} of the uniform-to-Bayes gap (every graph and seed)"),
-                              numbers=numbers,
-                              budget=("rows still diffuse or error bars straddling: the standard profile (6,000 steps) "
-                                      "or the paper profile (N's 2**17 steps) decides"))
-    res.readings += _e_readings(runs, s)
+    families = e_primary([ERun(r["graph"], r["seed"], r["pa_positions"].mean, r["closed"], r["closed_se"])
+                          for r in runs], parent_mass=pm, gap_closed=gc, z=ctx.z)
+    conclusion = e_conclusion(families)
+    verdict = e_verdict(families, decisive)
+    counterexample = None
+    if verdict is Verdict.FAIL:
+        worst = min((f for f in families if f.outcome is Outcome.VIOLATED), key=lambda f: f.margin)
+        counterexample = {"conclusion": _criterion_text(worst.criterion, pm, gc), **worst.record(),
+                          "recipe": recipe.describe(), "S": S, "T": T, "alpha": alpha, "wrong task": wrong,
+                          "models": [_run_record(r) for r in runs if r["graph"] == worst.graph]}
+    summary = (f"N's Fig. 2 as N measures it (every graph family: mean first-layer attention on the parent "
+               f"> {pm:g} and the loss closes > {gc:g} of the log S-to-Bayes gap, for every trained model): "
+               f"{conclusion.value} under {recipe.name}")
+    if not decisive:
+        summary += " — not N's recipe, so it does not decide (N's recipe runs in the paper profile)"
+    res = TierResult(tier="trained", verdict=verdict, conclusion=conclusion, summary=summary,
+                     numbers=_e_numbers(ctx, runs, lstar, recipe), counterexample=counterexample,
+                     budget=_e_budget(ctx, recipe, decisive, conclusion))
+    res.readings += _e_readings(families, runs, decisive, recipe, pm, gc)
+    res.findings += _e_findings(ctx, runs, decisive, recipe)
     res.figures += _e_figures(ctx, runs, lstar)
     return res
 
 
-def _e_numbers(ctx, runs, seeds, lstar, recipe) -> list[Number]:
+def _criterion_text(criterion: str, pm: float, gc: float) -> str:
+    if criterion == "attention":
+        return (f"mean first-layer attention on the parent, N's reading S(A1_pos,pos) over non-root positions, "
+                f"> {pm:g} for every trained model of the family")
+    return (f"the loss closes > {gc:g} of the gap from log S (the loss at initialisation) to the Bayes loss, "
+            f"for every trained model of the family")
+
+
+def _run_record(r: dict) -> dict:
+    return {"graph": r["graph"], "parents": np.asarray(r["parents"]).tolist(), "training seed": r["seed"],
+            "wrong task": r.get("wrong task"), "N's reading S(A1_pos,pos)": r["pa_positions"].record(),
+            "prompts reading": r["pa_prompts"].record(), "uniform level": r["uniform"],
+            "strongest other key (mean)": r["other_key"], "loss": r["loss"].value,
+            "Bayes loss": r["bayes_full"].value if r["bayes"] is not None else None,
+            "add-alpha loss": r["add_alpha"].value, "fraction of the gap closed": r["closed"],
+            "its stderr": r["closed_se"]}
+
+
+def _e_budget(ctx: Context, recipe: Recipe, decisive: bool, conclusion: Outcome) -> str:
     s = ctx.settings
-    numbers = [Number("training recipe", recipe.steps, note=recipe.describe())]
+    paper = N_E.settings["paper"]
+    n_models = sum(int(paper.get("random_graphs", paper["seeds"])) if g == "random" else int(paper["seeds"])
+                   for g in paper["graphs"])
+    if decisive:
+        if conclusion is Outcome.HELD:
+            return ""
+        return (f"more trained models per graph family (seeds, random_graphs): some models are below the "
+                f"threshold while the family's mean is not below it beyond its error")
+    ms = _step_time(ctx, int(s["S"]), int(s["T"]))
+    hours = N_RECIPE.steps * ms / 1000 / 3600
+    return (f"N's recipe decides: the paper profile trains {n_models} models (graph families {', '.join(paper['graphs'])};"
+            f" {paper['seeds']} seeds, {paper.get('random_graphs', paper['seeds'])} random graphs) with plain gradient "
+            f"descent, lr 1, cosine over 2**17 = {N_RECIPE.steps} steps, batch {N_RECIPE.batch}, all blocks from zero. "
+            f"Measured here: {ms:.0f} ms per step at batch {N_RECIPE.batch} on one CPU thread, so about "
+            f"{hours:.1f} CPU-hours per model and {hours * n_models:.0f} CPU-hours in all (`icl-verify run --profile "
+            f"paper --claims N.E`; a CUDA device shortens the model's part, not the numpy sampling)")
+
+
+def _step_time(ctx: Context, S: int, T: int, steps: int = 20) -> float:
+    """Milliseconds per step of N's recipe (batch 1024) on this machine, from a few timed steps."""
+    import time
+
+    task = NTask(S, T, tuple(claim_graph("chain", T, ctx, "timing").tolist()))
+    short = dataclasses.replace(N_RECIPE, steps=2)
+    train_disentangled(task, short, seed=0, device=ctx.device, cache=False, log_every=10 ** 9)  # warm-up
+    t0 = time.perf_counter()
+    train_disentangled(task, dataclasses.replace(N_RECIPE, steps=steps), seed=0, device=ctx.device, cache=False,
+                       log_every=10 ** 9)
+    return 1000 * (time.perf_counter() - t0) / steps
+
+
+# ----------------------------------------------------------------------------- reporting --
+def _e_numbers(ctx, runs, lstar, recipe) -> list[Number]:
+    s = ctx.settings
+    numbers = [Number("training recipe", recipe.steps, note=recipe.describe() + ("" if is_n_recipe(recipe) else
+                                                                                  " (not N's recipe)"))]
     if lstar is not None:
         numbers.append(Number("L* = psi(S alpha + 1) - psi(alpha + 1)", lstar, note="entropy rate, exact"))
-    for gname in s["graphs"]:
+    for gname in dict.fromkeys(r["graph"] for r in runs):
         rs = [r for r in runs if r["graph"] == gname]
         sds = [r["seed"] for r in rs]
         numbers += [
+            trained_number(f"{gname}: mean attention on the parent, N's reading S(A1_pos,pos) (decides)",
+                            [r["pa_positions"].mean for r in rs], sds,
+                            tolerance=float(ctx.params["parent_mass"]),
+                            note=f"N's many_graphs.ipynb: {N_REFERENCE_MASS[0]} (sd {N_REFERENCE_MASS[1]}) over 20 "
+                                 f"random graphs; chain {N_REFERENCE_CHAIN['mean']} "
+                                 f"(worst {N_REFERENCE_CHAIN['worst position']})"),
+            trained_number(f"{gname}: uniform level mean_i 1/(i+1) (a first layer that learned nothing)",
+                            [r["uniform"] for r in rs], sds),
+            trained_number(f"{gname}: mean attention on the strongest non-parent key, N's reading",
+                            [r["other_key"] for r in rs], sds),
+            trained_number(f"{gname}: min attention on the parent, N's reading", [r["pa_positions"].min for r in rs], sds),
             trained_number(f"{gname}: mean attention on the parent, prompts reading", [r["pa_prompts"].mean for r in rs],
-                            sds, note=f"batch mean over {s['n_probe']} prompts; N's code: 0.84 ± 0.05 (see readings)"),
+                            sds, note=f"the pattern the model computes, batch mean over {s['n_probe']} prompts"),
             trained_number(f"{gname}: min attention on the parent, prompts reading", [r["pa_prompts"].min for r in rs],
                             sds),
-            trained_number(f"{gname}: mean attention on the parent, N's reading S(A1_pos,pos)",
-                            [r["pa_positions"].mean for r in rs], sds,
-                            note=f"N's reference: {N_REFERENCE_MASS[0]} (sd {N_REFERENCE_MASS[1]}) over 20 random "
-                                 f"graphs; chain {N_REFERENCE_CHAIN['mean']} (worst {N_REFERENCE_CHAIN['worst position']})"),
-            trained_number(f"{gname}: min attention on the parent, N's reading", [r["pa_positions"].min for r in rs], sds),
+            trained_number(f"{gname}: fraction of the log S-to-Bayes gap closed (decides)", [r["closed"] for r in rs],
+                            sds, tolerance=float(ctx.params["gap_closed"]),
+                            note=f"prompt stderr per model {max(r['closed_se'] for r in rs):.2g}"),
             trained_number(f"{gname}: model loss", [r["loss"].value for r in rs], sds,
                             note=f"population form -sum pi(q,y) log f(y), {s['n_eval']} prompts per seed, prompt "
                                  f"stderr {max(r['loss'].stderr for r in rs):.2g}"),
             trained_number(f"{gname}: add-alpha loss (edges only)", [r["add_alpha"].value for r in rs], sds),
             trained_number(f"{gname}: N's code's Bayes line (roots counted as children of s_(T-2))",
                             [r["code_line"].value for r in rs], sds),
+            trained_number(f"{gname}: N's code's line - add-alpha (paired)", [r["code_minus_aa"].value for r in rs], sds,
+                            note=f"prompt stderr {max(r['code_minus_aa'].stderr for r in rs):.2g}"),
             trained_number(f"{gname}: model - add-alpha (paired)", [r["model_minus_aa"].value for r in rs], sds),
         ]
         if rs[0]["bayes"] is not None:
-            brs = [r["bayes"] for r in rs]
+            b0 = rs[0]["bayes"]
             numbers += [
-                trained_number(f"{gname}: Bayes loss (IS), whole evaluation set", [r["bayes_full"].value for r in rs],
-                                sds, note=f"add-alpha minus the paired gap on {s['n_bayes']} prompts, "
-                                          f"{s['is_samples']} importance samples each; IS seeds "
-                                          f"{[r['bayes_full'].seed for r in rs]}"),
-                trained_number(f"{gname}: model - Bayes (paired)", [r["model_minus_bayes"].value for r in rs], sds),
-                trained_number(f"{gname}: add-alpha - Bayes (paired, IS predictor)",
-                                [b.add_alpha_minus_upper.value for b in brs], sds,
-                                note=f"prompt stderr {max(b.add_alpha_minus_upper.stderr for b in brs):.2g}; > 0 means "
-                                     "add-alpha is not Bayes under roots ~ mu_pi (N.T)"),
-                trained_number(f"{gname}: Bayes bracket width (IS predictor's loss - plug-in entropy)",
-                                [b.width for b in brs], sds,
-                                note=f"min effective sample size {min(b.min_ess for b in brs):.0f}"),
+                trained_number(f"{gname}: Bayes loss, whole evaluation set", [r["bayes_full"].value for r in rs], sds,
+                                note=f"add-alpha's loss minus E[KL(P* || add-alpha)] on {b0['n']} prompts, {b0['K']} "
+                                     f"importance samples each, Richardson-extrapolated; seeds "
+                                     f"{[r['bayes_full'].seed for r in rs]}"),
+                trained_number(f"{gname}: model - Bayes (paired)", [r["model_minus_bayes"].value for r in rs], sds,
+                                note=f"prompt stderr {max(r['model_minus_bayes'].stderr for r in rs):.2g}"),
+                trained_number(f"{gname}: add-alpha - Bayes = E[KL(P* || add-alpha)]",
+                                [r["bayes"]["add_alpha_minus_bayes"].value for r in rs], sds,
+                                note=f"error per model {max(r['bayes']['add_alpha_minus_bayes'].stderr for r in rs):.2g} "
+                                     "(prompts and Richardson residual); > 0: add-alpha is not Bayes under roots ~ mu_pi "
+                                     "(N.T)"),
+                trained_number(f"{gname}: Richardson residual of the KL (bias left after extrapolation)",
+                                [r["bayes"]["residual"].value for r in rs], sds),
             ]
+    ref = np.array([m for m, _ in N_REFERENCE_GRAPHS])
+    numbers.append(Number("N's many_graphs.ipynb: mean attention on the parent per graph, mean over its 20 graphs",
+                          float(ref.mean()), float(ref.std(ddof=1) / math.sqrt(ref.size)), n=ref.size, kind="trained",
+                          note=f"lowest graph {ref.min():.4f}; vocabulary 3, constant lr 1, 2**14 steps (N's output, "
+                               "read off the notebook)"))
     return numbers
 
 
+def _e_readings(families, runs, decisive, recipe, pm, gc) -> list[dict]:
+    """The two criteria of the primary reading, each with its outcome per graph family."""
+    out = []
+    ref = np.array([m for m, _ in N_REFERENCE_GRAPHS])
+    for crit in ("attention", "loss"):
+        fs = [f for f in families if f.criterion == crit]
+        conc = e_conclusion(fs)
+        verdict = tier_verdict([], conc) if decisive else Verdict.INCONCLUSIVE
+        parts = []
+        for f in fs:
+            rs = [r for r in runs if r["graph"] == f.graph]
+            extra = (f", uniform level {np.mean([r['uniform'] for r in rs]):.2f}, strongest other key "
+                     f"{np.mean([r['other_key'] for r in rs]):.2f}" if crit == "attention" else "")
+            parts.append(f"{f.graph}: {f.mean:.3f} ± {f.stderr:.2g} (n={f.n}, lowest {min(f.values):.3f}{extra}): "
+                         f"{f.outcome.value}")
+        detail = "; ".join(parts)
+        if crit == "attention":
+            detail += (f". N's own many_graphs output: {ref.mean():.3f} ± {ref.std(ddof=1) / math.sqrt(ref.size):.2g} "
+                       f"(s.e., {ref.size} graphs, lowest {ref.min():.3f})")
+        detail += f". Recipe: {recipe.describe()}" + ("" if decisive else " — not N's: reported, does not decide")
+        out.append({"name": _criterion_text(crit, pm, gc), "verdict": str(verdict),
+                    "outcome under this recipe": conc.value, "decisive recipe": decisive, "detail": detail,
+                    "families": [f.record() for f in fs]})
+    return out
+
+
+def _e_findings(ctx, runs, decisive, recipe) -> list[Finding]:
+    return [f for f in (_argmax_finding(runs, decisive, recipe), _bayes_reached_finding(ctx, runs, decisive, recipe),
+                        _code_line_finding(ctx, runs), _adam_finding(runs)) if f is not None]
+
+
+def _short(recipe: Recipe) -> str:
+    return "N's recipe" if is_n_recipe(recipe) else f"{recipe.steps} steps at lr {recipe.lr:g}, not N's recipe"
+
+
+def _argmax_finding(runs, decisive, recipe) -> Finding:
+    """Stricter than N: the argmax of every non-root row of S(A1_pos,pos) on the parent."""
+    miss = [(r, ~r["pa_positions"].argmax_on_parent) for r in runs]
+    k = int(sum(m.sum() for _, m in miss))
+    bad = [r for r, m in miss if m.any()]
+    low = min(r["pa_positions"].min for r in runs)
+    n_low = sum(1 for _, lo in N_REFERENCE_GRAPHS if round(lo, 2) <= 0.22)  # as N's notebook prints them
+    if not bad:
+        verdict = Verdict.PASS
+        detail = f"argmax on the parent at every non-root position in all {len(runs)} models (lowest {low:.2f})"
+    else:
+        verdict = Verdict.FAIL if decisive else Verdict.INCONCLUSIVE
+        detail = (f"argmax misses the parent at {k} positions in {len(bad)}/{len(runs)} models "
+                  f"({_short(recipe).split(',')[0]}); N's own: {n_low}/{len(N_REFERENCE_GRAPHS)} graphs <= 0.22")
+    worst = min(runs, key=lambda r: r["pa_positions"].min)
+    prompts_miss = sum(int((~r["pa_prompts"].argmax_on_parent).sum()) for r in runs)
+    return Finding(
+        FindingKind.STRICTER,
+        "the first layer's argmax (N's reading S(A1_pos,pos)) is on the parent at every non-root position of every "
+        "graph and seed; N's Fig. 2 claims no such thing, and N's own 20-graph output has "
+        f"{n_low} graphs with a position at or below 0.22 on the parent (a per-model miss under another recipe "
+        "is undecided)", verdict, detail,
+        numbers=(Number("non-root positions whose argmax misses the parent, N's reading", k, n=len(runs)),
+                 Number("the same in the prompts reading (the pattern the model computes)", prompts_miss, n=len(runs)),
+                 Number("lowest attention on a parent, N's reading", low, note=f"{worst['graph']} seed {worst['seed']}")),
+        counterexample=_run_record(worst) if bad else None)
+
+
+def _bayes_reached_finding(ctx, runs, decisive, recipe) -> Finding | None:
+    """Stricter than "approaches": the trained loss equals the Bayes loss within its error."""
+    if runs[0]["bayes"] is None:
+        return None
+    fam = []
+    for g in dict.fromkeys(r["graph"] for r in runs):
+        rs = [r for r in runs if r["graph"] == g]
+        m, s_seed = across_seeds([r["model_minus_bayes"].value for r in rs])
+        fam.append((g, m, math.hypot(s_seed, math.sqrt(sum(r["model_minus_bayes"].stderr ** 2 for r in rs)) / len(rs))))
+    worst, val, se = max(fam, key=lambda t: t[1] - ctx.z * t[2])  # the family furthest above Bayes
+    above = val - ctx.z * se > 0
+    verdict = (Verdict.FAIL if decisive else Verdict.INCONCLUSIVE) if above else Verdict.PASS
+    detail = (f"the loss is {val:.3f} ± {se:.1g} nats above the Bayes loss ({worst}; {_short(recipe)})" if above else
+              f"loss within {ctx.z:g} s.e. of the Bayes loss in every family (largest gap {val:.3f} ± {se:.2g}, {worst})")
+    return Finding(FindingKind.STRICTER,
+                   "the trained loss reaches the Bayes loss (model - Bayes within z standard errors of 0 in every "
+                   "graph family); N's Fig. 2 shows the loss approaching its Bayes line, not equal to it",
+                   verdict, detail,
+                   numbers=(Number(f"{worst}: model - Bayes (paired), mean over models", val, se, kind="trained",
+                                   n=sum(r["graph"] == worst for r in runs)),))
+
+
+def _code_line_finding(ctx, runs) -> Finding:
+    """N's code's plotted "Bayes" line against the Bayes loss. Add-alpha is a predictor computed from
+    the prompt alone, so its loss is >= the Bayes loss: ``line - add-alpha`` (paired, precise) is a
+    lower bound on ``line - Bayes``; the estimate of the whole gap (via ``E[KL(P* || a)]``) is beside it."""
+    fam = []
+    for g in dict.fromkeys(r["graph"] for r in runs):
+        rs = [r for r in runs if r["graph"] == g]
+        fam.append((g, float(np.mean([r["code_minus_aa"].value for r in rs])),
+                    math.sqrt(sum(r["code_minus_aa"].stderr ** 2 for r in rs)) / len(rs)))
+    best, lb, se = max(fam, key=lambda t: t[1] - ctx.z * t[2])  # the clearest family
+    rs = [r for r in runs if r["graph"] == best]
+    full = float(np.mean([r["code_minus_bayes"].value for r in rs])) if rs[0]["bayes"] is not None else None
+    above = lb - ctx.z * se > 0
+    detail = (f"N's plotted 'Bayes' line is >= {lb:.3f} ± {se:.1g} nats above the Bayes loss ({best}"
+              + (f"; estimate {full:.3f})" if full is not None else ")"))
+    if not above:
+        detail = f"N's plotted 'Bayes' line is not above add-alpha beyond error ({best}: {lb:.4f} ± {se:.1g})"
+    return Finding(FindingKind.REFERENCE_CODE,
+                   "N's code's plotted 'Bayes' line (InContextTree.bayes: add-alpha, counting roots as children of "
+                   "s_(T-2)) is the Bayes loss the trained loss approaches; the paper defines no such line (N.T)",
+                   Verdict.FAIL if above else Verdict.INCONCLUSIVE, detail,
+                   numbers=(Number(f"{best}: N's line - add-alpha (paired; a lower bound on line - Bayes)", lb, se,
+                                   kind="montecarlo", n=sum(r["graph"] == best for r in runs)),)
+                   + ((Number(f"{best}: N's line - Bayes (estimate)", full, kind="montecarlo"),)
+                      if full is not None else ()))
+
+
+def _adam_finding(runs) -> Finding | None:
+    adam = [r for r in runs if r.get("adam")]
+    if not adam:
+        return None
+    ok = all(r["adam"]["positions"].all_argmax_on_parent for r in adam)
+    low = min(r["adam"]["positions"].min for r in adam)
+    return Finding(FindingKind.OUTSIDE,
+                   "another optimiser: the models whose argmax missed a parent under plain gradient descent, "
+                   f"retrained with Adam ({adam[0]['adam']['recipe']}), have the argmax on every parent",
+                   Verdict.PASS if ok else Verdict.FAIL,
+                   (f"with Adam the argmax is on every parent in all {len(adam)} retrained models (lowest {low:.2f})"
+                    if ok else f"with Adam the argmax still misses a parent (lowest attention {low:.2f})"),
+                   numbers=tuple(Number(f"{r['graph']} seed {r['seed']}: lowest attention on a parent, plain GD -> Adam "
+                                        "(N's reading)", r["adam"]["positions"].min,
+                                        note=f"plain GD {r['pa_positions'].min:.3f}") for r in adam))
+
+
 def _adam_reading(ctx, gname, par, sd, prior, alpha, wrong) -> dict:
-    """Where N's plain gradient descent left some row diffuse: the same model and task trained with
-    this project's fast recipe (Adam, all blocks from zero, jointly), to tell a slow optimiser from
-    a mechanism the model does not form."""
+    """Where N's plain gradient descent left some row's argmax off the parent: the same model and
+    task trained with this project's fast recipe (Adam, all blocks from zero, jointly), to tell a
+    slow optimiser from a mechanism the model does not form (an ``outside`` finding)."""
     from .training import FAST_RECIPE
 
     s = ctx.settings
     recipe = dataclasses.replace(FAST_RECIPE, batch=int(s.get("adam_batch", FAST_RECIPE.batch)))
     task = NTask(int(s["S"]), int(s["T"]), tuple(par.tolist()), alpha=alpha, prior=prior)
-    ctx.progress(f"N.E: {gname} seed {sd} left rows diffuse; the same task with Adam for comparison")
+    ctx.progress(f"N.E: {gname} seed {sd} missed a parent; the same task with Adam for comparison")
     model, _ = train_disentangled(task, recipe, seed=sd, device=ctx.device, wrong=wrong)
     x, _ = sample_task(task, np.random.default_rng(ctx.seed_for(f"eval/{gname}/{sd}")), int(s["n_probe"]))
     return {"recipe": recipe.describe(),
             "prompts": parent_attention(mean_attention(model, torch.as_tensor(x, device=ctx.device)), par),
             "positions": parent_attention(position_attention(model), par, reading="positions")}
-
-
-def _e_readings(runs, s) -> list[dict]:
-    out = []
-    adam = [r for r in runs if r.get("adam")]
-    if adam:
-        ok = all(r["adam"]["prompts"].all_argmax_on_parent for r in adam)
-        out.append({"name": "runs whose rows stayed diffuse under plain GD, retrained with Adam (fast recipe)",
-                    "verdict": "PASS" if ok else "FAIL",
-                    "detail": "; ".join(f"{r['graph']} seed {r['seed']}: plain GD min {r['pa_prompts'].min:.3f} -> "
-                                        f"Adam min {r['adam']['prompts'].min:.3f}, argmax on every parent: "
-                                        f"{r['adam']['prompts'].all_argmax_on_parent}" for r in adam)
-                              + f" ({adam[0]['adam']['recipe']})"})
-    pos_ok = all(r["pa_positions"].all_argmax_on_parent for r in runs)
-    out.append({"name": "N's reading: argmax of S(A1_pos,pos) (position block only) on the parent",
-                "verdict": "PASS" if pos_ok else "FAIL",
-                "detail": "; ".join(f"{r['graph']} seed {r['seed']}: mean {r['pa_positions'].mean:.3f}, min "
-                                    f"{r['pa_positions'].min:.3f} at position {r['pa_positions'].worst_position}"
-                                    for r in runs)})
-    masses = [r["pa_positions"].mean for r in runs if r["graph"] == "random"]
-    if masses:
-        m, se = across_seeds(masses)
-        out.append({"name": "attention mass next to N's reference figure", "verdict": "REPORTED",
-                    "detail": f"random graphs here: {m:.3f} ± {se:.2g} (N's reading, {len(masses)} graphs, S={s['S']}); "
-                              f"N's many_graphs.ipynb: {N_REFERENCE_MASS[0]:.3f} (sd {N_REFERENCE_MASS[1]:.3f}) over 20 "
-                              "graphs at vocabulary 3, each node a root w.p. 1/2, constant lr 1 for 2**14 steps; "
-                              f"N's code on its chain task: {N_REFERENCE_CHAIN['mean']} "
-                              f"(worst {N_REFERENCE_CHAIN['worst position']})"})
-    return out
 
 
 def _e_figures(ctx, runs, lstar) -> list[str]:
@@ -290,7 +660,7 @@ def _e_figures(ctx, runs, lstar) -> list[str]:
         ax.plot(r["log"].column("step"), r["log"].column("bayes_loss"), lw=0.8, color="gray",
                 label="add-alpha on the training batch")
         if r["bayes"] is not None:
-            ax.axhline(r["bayes_full"].value, color="k", ls="--", lw=1, label="Bayes (IS)")
+            ax.axhline(r["bayes_full"].value, color="k", ls="--", lw=1, label="Bayes")
         ax.axhline(r["code_line"].value, color="r", ls=":", lw=1, label="N's code's line")
         if lstar is not None:
             ax.axhline(lstar, color="k", lw=0.8, label="L*")
@@ -306,43 +676,69 @@ def _e_figures(ctx, runs, lstar) -> list[str]:
 N_E = Claim(
     id="N.E",
     title="N Fig. 2: trained first layers match the adjacency matrix; the loss approaches the Bayes loss",
-    source=Source("N", "Section 3.1, Fig. 2; reference code single_parent.py, many_graphs.ipynb",
-                  "trained on chain, in-context-function and random-tree DAGs, A1 matches the adjacency matrix"),
-    statement=("N's disentangled transformer (heads [1, 1], the reference code's CatFormer) trained as N's code trains "
-               "it: all blocks jointly from zero, plain gradient descent, cosine schedule, on N's population loss "
-               "-sum_y pi(s_T, y) log f(y) with fresh prompts every step (S=10, T=20, Dirichlet(0.1) rows, roots ~ "
-               "mu_pi, query uniform). The paper profile uses N's hyperparameters (lr 1, 2**17 steps, batch 1024); the "
-               "quick profile the same algorithm with a larger step size and fewer steps. Graphs: chain, in-context "
-               "function, and random trees (p(i) ~ Unif{-1..i-1}, one per seed). Decided for every graph and seed: "
-               "(1) the first layer's attention, averaged over prompts, has its argmax on p(i) at every non-root i "
-               "(a row whose argmax is another key holding >= 0.5 of the attention is a counterexample; a row whose "
-               "argmax misses in a still diffuse row is undecided at the profile's budget, and that task is then "
-               "retrained with Adam as a reading); "
-               "(2) the loss closes >= 80% of the gap between the uniform predictor (log S) and the Bayes loss. "
-               "The Bayes loss is estimated by importance sampling (roots ~ mu_pi make add-alpha inexact, N.T): the "
-               "loss of an importance-sampling posterior-mean predictor (an upper bound on the Bayes loss) on a "
-               "subset, carried to the whole evaluation set through its paired gap to add-alpha. Reported next to "
-               "it: add-alpha, N's code's Bayes line (it counts roots as children of s_(T-2): too high), L*, the mass "
-               "in N's own reading S(A1_pos,pos) next to N's figures (0.84 ± 0.05 over 20 random graphs; 0.79 on its "
-               "chain task)."),
+    source=Source("N", "abstract; Section 3.1, Fig. 2; reference code single_parent.py, many_graphs.ipynb",
+                  "trained on chain, in-context function and random-tree DAGs, A1 matches the adjacency matrix and "
+                  "the loss approaches the Bayes loss"),
+    statement=("Decided by N's Fig. 2 as N measures it (the primary reading). N's disentangled transformer (heads "
+               "[1, 1], the reference code's CatFormer) trained by N's recipe: all blocks from zero, plain gradient "
+               "descent, lr 1, cosine decay over 2**17 steps, batch 1024, on N's population loss -sum_y pi(s_T, y) "
+               "log f(y) with fresh prompts every step (S=10, T=20, Dirichlet(0.1) rows, roots ~ mu_pi, query "
+               "uniform), on the chain, in-context-function and random-tree graphs (p(i) ~ Unif{-1..i-1}, one per "
+               "seed). Per trained model: m = mean over non-root i of S(A1_pos,pos)[i, p(i)] (N's per-graph number, "
+               "many_graphs.ipynb), and c = the fraction of the gap from log S (the loss at initialisation) to the "
+               "Bayes loss that training closes. A graph family meets the reading when every model has m > 1/2 (the "
+               "parent holds a majority of the attention on average, above the uniform level and the strongest "
+               "other key; N's own 20 graphs: 0.837 ± 0.054, lowest 0.675) and c > 1/2 beyond z prompt standard "
+               "errors (the loss ends nearer Bayes than where it started); it violates it when its mean is below "
+               "1/2 beyond its error (seeds' spread with a Student-t quantile). Only N's recipe decides (paper "
+               "profile); the quick and standard profiles train a shorter plain-GD recipe (lr 20, 2,000 or 8,000 "
+               "steps), report what it measures, and are INCONCLUSIVE with the budget that decides. The Bayes loss: "
+               "add-alpha is not Bayes under roots ~ mu_pi (N.T); the Bayes loss is add-alpha's loss minus "
+               "E[KL(P* || add-alpha)] (an identity, P* the posterior predictive), the KL by importance sampling "
+               "with its O(1/K) bias removed by Richardson extrapolation (N.T's estimator). Findings (never "
+               "deciding): the per-position argmax on the parent (stricter criterion; N's own output misses it "
+               "on 5 of 20 graphs), the loss reaching the Bayes loss (stricter criterion), N's code's plotted "
+               "'Bayes' line (reference code: add-alpha counting roots as children of s_(T-2), above the Bayes "
+               "loss), and Adam where plain GD left an argmax off a parent (outside: another optimiser). The "
+               "prompts reading (the pattern the model computes, averaged over prompts) is reported beside N's."),
     assumptions=(),
     checks={"trained": _e_trained},
     settings={
         "quick": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 2,
                   "recipe": {"name": "plain GD from zero, quick", "optimizer": "sgd", "lr": 20.0, "steps": 2000,
                              "batch": 128, "schedule": "cosine"},
-                  "n_eval": 4096, "n_probe": 1024, "n_bayes": 128, "is_samples": 400, "adam_batch": 256},
+                  "n_eval": 4096, "n_probe": 1024, "n_bayes": 256, "is_samples": 400, "adam_batch": 256},
         "standard": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 3,
                      "recipe": {"name": "plain GD from zero", "optimizer": "sgd", "lr": 20.0, "steps": 8000,
                                 "batch": 256, "schedule": "cosine"},
                      "n_eval": 16384, "n_probe": 2048, "n_bayes": 512, "is_samples": 1000},
         "paper": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 3,
+                  "random_graphs": 6,
                   "recipe": {"name": N_RECIPE.name, "optimizer": "sgd", "lr": N_RECIPE.lr, "steps": N_RECIPE.steps,
                              "batch": N_RECIPE.batch, "schedule": "cosine"},
                   "n_eval": 65536, "n_probe": 4096, "n_bayes": 2000, "is_samples": 2000},
     },
-    params={"gap_closed": 0.8, "committed": 0.5, "wrong_task": None},
+    decided_by="paper",
+    params={"parent_mass": 0.5, "gap_closed": 0.5, "wrong_task": None},
     prior_dependent=True,
+    primary=PrimaryReading(
+        statement=("\"We confirm our theoretical findings by showing that transformers trained on our in-context "
+                   "learning task are able to recover a wide variety of causal structures\" (abstract); in N's Fig. 2 "
+                   "(Section 3.1) the trained first layer matches the adjacency matrix of the chain, in-context "
+                   "function and random-tree graphs, and the loss approaches the Bayes loss. Decided per graph "
+                   "family: mean attention on the parent > 1/2 and more than half the log S-to-Bayes gap closed, "
+                   "for every model trained by N's recipe. Findings: per-position argmax, loss equal to Bayes, N's "
+                   "plotted Bayes line, Adam."),
+        seed="002", lines="15, 42",
+        setting=("N's disentangled transformer (heads [1, 1]) from zero, plain GD at lr 1, cosine over 2**17 steps, "
+                 "batch 1024, on N's task (S=10, T=20, Dirichlet(0.1) rows, roots ~ mu_pi); graphs chain, in-context "
+                 "function, random trees p(i) ~ Unif{-1..i-1}; attention read as N reads it, S(A1_pos,pos) "
+                 "(line 15: 'empirical simulations across varied causal tree graphs'; seed 003 line 1 repeats the "
+                 "abstract)"),
+        review=("N's evidence is a per-graph mean of the attention on the parent (0.837 ± 0.054 over 20 graphs) and "
+                "loss curves against a Bayes line, never a per-position argmax, which N's own output misses on 5 of "
+                "20 graphs; so the per-graph mean and the loss gap decide, under N's recipe only, and the argmax, "
+                "an exact reach of Bayes, N's code's line and other optimisers are findings.")),
 )
 
 CLAIMS = [N_E]

@@ -24,8 +24,8 @@ from ...montecarlo import Estimate, mean_estimate
 from ...priors import Dirichlet, Floor, Prior
 from ...probes.nichani import adjacency_pattern, parent_attention, position_attention, root_uniformity
 from ...sampling import batched_stationary
-from ...verdict import Number, Outcome, TierResult, compare
-from ..base import Claim, Context, InstanceCheck, Source, summarize_instances
+from ...verdict import Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare
+from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from .reporting import across_seeds, pyplot, trained_number
 from .task import N_ALPHA, N_S, n_graph
 from .training import NTask, OneThread, reduced_loss, sample_task, train_reduced
@@ -258,7 +258,7 @@ def _k1_trained(ctx: Context) -> TierResult:
         what=(f"stage-1 attention >= {thr} on every parent (every T, every seed); L(theta) - L_eps(pi) falls with T; "
               f"L(theta) within {tol} of the reachable loss"), numbers=numbers,
         budget="more seeds and evaluation prompts (seeds, n_eval), or longer stages (steps1, steps2)")
-    res.readings.append(_k1_rate_reading(per_T, Ts, lstar))
+    res.findings.append(_k1_literal_finding(per_T, Ts, lstar, ctx.z))
     res.figures += _k1_figures(ctx, per_T, Ts, lstar, models)
     return res
 
@@ -272,17 +272,25 @@ def _pooled(losses: Sequence[Estimate]) -> tuple[float, float]:
     return m, math.hypot(se_seed, se_prompts)
 
 
-def _k1_rate_reading(per_T, Ts, lstar) -> dict:
-    parts = []
+def _k1_literal_finding(per_T, Ts, lstar, z: float) -> Finding:
+    """Knowl 1's loss bound read literally: ``L(theta) - L* <= C (log^2 T / T_eff)^(c gamma / 24)``
+    with N's perturbed loss. ``C`` and ``c`` are unspecified, so the bound can only be met
+    trivially (``L(theta) - L* < 0``, below any positive bound) or left undecided."""
+    below = True
     for T in Ts:
         m, se = _pooled(per_T[T]["losses"])
-        parts.append(f"T={T}: L-L*={m - lstar:+.4f}±{se:.2g}, L_eps(pi)-L*={per_T[T]['truth'].value - lstar:+.4f}, "
-                     f"1-min attn={1 - min(per_T[T]['mins']):.3g}")
-    return {"name": "Knowl 1's literal loss bound L(theta) - L* <= C (log^2 T / T_eff)^(c gamma/24) (C, c unspecified)",
-            "verdict": "REPORTED",
-            "detail": "; ".join(parts) + ". The perturbed loss (eps = T_eff^-1/2) is below L* at every T here, "
-                                        "so the literal bound holds trivially and says nothing; the decided check "
-                                        "uses L(theta) - L_eps(pi)."}
+        below &= m - lstar + z * se < 0
+    m1, _ = _pooled(per_T[Ts[-1]]["losses"])
+    return Finding(
+        FindingKind.LITERAL,
+        "Knowl 1's literal loss bound L(theta) - L* <= C (log^2 T / T_eff)^(c gamma/24) (C, c unspecified), with N's "
+        "perturbed loss (eps = T_eff^-1/2)",
+        Verdict.PASS if below else Verdict.INCONCLUSIVE,
+        (f"holds trivially: L(theta) - L* < 0 at every T (eps pulls the loss below L*; {m1 - lstar:+.3f} at T={Ts[-1]})"
+         if below else f"L(theta) - L* = {m1 - lstar:+.3f} at T={Ts[-1]}; C and c unspecified, so undecided"),
+        numbers=tuple(Number(f"T={T}: L(theta) - L*", _pooled(per_T[T]["losses"])[0] - lstar,
+                             _pooled(per_T[T]["losses"])[1], kind="trained",
+                             note=f"L_eps(pi) - L* = {per_T[T]['truth'].value - lstar:+.4f}") for T in Ts))
 
 
 def _k1_figures(ctx, per_T, Ts, lstar, models) -> list[str]:
@@ -329,7 +337,11 @@ N_K1 = Claim(
     title="Two-stage gradient descent on the reduced model recovers the graph and approaches L*",
     source=Source("N", "Knowl 1 (Theorem 4.4); algorithm Knowl 5; model Knowl 6",
                   "S(A1)_{i,p(i)} >= 1 - O(1/T); L(theta) - L* <= C (log^2 T / T_eff)^(c gamma / 24)"),
-    statement=("N's reduced model f = X^T softmax(S(MASK(A1)) X A2^T e_{s_T}) trained by N's two-stage gradient "
+    statement=("Primary reading (deciding): Knowl 1, checked by the three criteria below, which are not all Knowl "
+               "1's own (see the review: the fixed 0.9 stands in for 1 - O(1/T), the loss is compared with L_eps(pi) "
+               "instead of L*, and criterion (3) is this project's); reported as a finding: Knowl 1's literal loss "
+               "bound. "
+               "N's reduced model f = X^T softmax(S(MASK(A1)) X A2^T e_{s_T}) trained by N's two-stage gradient "
                "descent (Knowl 5): A1(0) = 0, A2(0) = beta0 I with beta0 = T^(-3/2); stage 1 plain GD on A1 (A2 "
                "frozen, lr1 = eta1 T^2 / beta0), stage 2 plain GD on A2 (A1 frozen); constant step sizes; N's "
                "perturbed population loss -sum_s' pi(s'|s_T) log(f_s' + eps), eps = T_eff^(-1/2), on fresh batches. "
@@ -355,6 +367,19 @@ N_K1 = Claim(
     },
     params={"attention_threshold": 0.9, "required_drop": 0.0, "wrong_task": None},
     prior_dependent=True,
+    primary=PrimaryReading(
+        statement=("Two-stage gradient descent on the reduced model (A1(0) = 0, A2(0) = beta0 I, beta0 <= c T_eff^-3/2) "
+                   "recovers the graph, S(A1)_{i,p(i)} >= 1 - O(1/T) at every non-root i, and the perturbed population "
+                   "loss reaches L* up to L(theta) - L* <= C (log^2 T / T_eff)^(c gamma/24) (Knowl 1)."),
+        seed="002", lines="103-116",
+        setting=("N's reduced model (Knowl 6) with N's perturbed loss, eps = T_eff^-1/2; a prior meeting Knowl 10 "
+                 "with gamma > 0, root fraction <= 1 - gamma, T_eff >= poly(1/gamma, S); 'there exist' step sizes "
+                 "and step counts"),
+        review=("The deciding criteria are not all the paper's: a fixed 0.9 stands in for 1 - O(1/T) (its constant "
+                "is unspecified; T (1 - min) is reported), the loss criterion compares with L_eps(pi) instead of "
+                "L* (the literal L - L* is negative at these T and is a finding), and 'within reach_tol of the "
+                "reachable loss' is this project's; CLAIMS.md asks to decide the approach to L* directly at T up "
+                "to 160-320. Redesigning them is another issue; nothing here is stricter than Knowl 1.")),
 )
 
 
@@ -493,7 +518,11 @@ N_K4 = Claim(
     title="The trained model generalises out of distribution",
     source=Source("N", "Knowl 4 (Theorem 4.5)",
                   "min pi~ >= gamma/S => sup_s' |f(s_{1:T})_s' - pi~(s'|s_T)| <= C log T / T_eff^(c gamma) w.p. 0.99"),
-    statement=("The reduced models of N.K1 (same prior, graph, T grid, seeds and two-stage GD; shared within a run) "
+    statement=("Primary reading (deciding): Knowl 4, checked by the mean sup error's decrease in T and its ratio "
+               "to the in-distribution error below, which are this project's stand-ins for Knowl 4's 0.99-probability "
+               "bound (see the review); no other reading is reported as a finding (the 0.99-quantile is reported as "
+               "numbers). "
+               "The reduced models of N.K1 (same prior, graph, T grid, seeds and two-stage GD; shared within a run) "
                "evaluated on prompts drawn from fixed matrices outside the training prior's support: draws of "
                "floor(dirichlet(0.3), gamma=0.2) with an entry below the training floor 0.5/S, and a cyclic, "
                "non-symmetric matrix pi~(s, s+1) = 1 - (S-1) 0.2/S. They satisfy Knowl 4's only condition min pi~ >= "
@@ -514,6 +543,18 @@ N_K4 = Claim(
     },
     params={"ratio_max": 2.0, "wrong_task": None},
     prior_dependent=True,
+    primary=PrimaryReading(
+        statement=("For any pi~ (possibly outside the training prior's support) with min pi~ >= gamma/S, with "
+                   "probability >= 0.99 over s_1:T drawn on the graph from pi~, the two-stage-GD model satisfies "
+                   "sup_s' |f(s_1:T)_s' - pi~(s'|s_T)| <= C log T / T_eff^(c gamma) (Knowl 4)."),
+        seed="002", lines="144-152",
+        setting=("the reduced model trained by two-stage gradient descent (Knowl 5) on a prior meeting Knowl 10; "
+                 "C, c unspecified constants independent of T"),
+        review=("Knowl 4 is a statement about the 0.99-quantile of the sup error and its decay like log T / "
+                "T_eff^(c gamma); the deciding criteria use the mean sup error's decrease from the smallest to the "
+                "largest T and a ratio <= 2 to the in-distribution error, which are this project's, not the paper's "
+                "(CLAIMS.md: decide on the 0.99-quantile's decay, with a prompt-unigram negative control). The "
+                "0.99-quantile is reported; redesigning the criteria is another issue.")),
 )
 
 
@@ -524,14 +565,25 @@ N_K10 = Claim(
     source=Source("N", "Knowl 10",
                   "min pi > gamma/S; sum_s ||pi(.|s) - mu||^2 >= gamma^2/S; permutation symmetry and E[pi] = 11^T/S; "
                   "|R|/T <= 1 - gamma; T_eff >= poly(1/gamma, S)"),
-    statement=("For a prior a user gives: the transition lower bound, non-degeneracy, permutation symmetry with "
-               "uniform mean, the root fraction and T_eff, each checked (exactly or by Monte Carlo with error bars) "
-               "and mapped to the claims it feeds (N.K1, N.K3, N.K4). Decided by `icl-verify prior` (issue #5)."),
+    statement=("Primary reading: Knowl 10's assumptions as the paper states them; no other reading is reported as "
+               "a finding. For a prior a user gives: the transition lower bound, non-degeneracy, permutation symmetry "
+               "with uniform mean, the root fraction and T_eff, each checked (exactly or by Monte Carlo with error bars) "
+               "and mapped to the claims it feeds (N.K1, N.K3, N.K4). Decided by `icl-verify prior SPEC`, not by a profile."),
     assumptions=(),
     checks={},
     settings={},
     decided_by="quick",
-    pending="decided by `icl-verify prior` (issue #5)",
+    pending="decided by the prior audit: `icl-verify prior SPEC` (see README, Auditing a prior)",
+    primary=PrimaryReading(
+        statement=("The guarantees require, for a gamma > 0: min pi(s'|s) > gamma/S almost surely; sum_s ||pi(.|s) - "
+                   "mu_pi||^2 >= gamma^2/S; permutation symmetry with E[pi] = 11^T/S; root fraction |R|/T <= 1 - "
+                   "gamma; T_eff >= poly(1/gamma, S) (Knowl 10)."),
+        seed="002", lines="206-213",
+        setting="any prior over irreducible aperiodic transition matrices on [S], and N's DAG",
+        review=("`icl-verify prior` audits each of Knowl 10's assumptions as the paper states them (exactly where the "
+                "prior allows, else by Monte Carlo with error bars) and maps each to the claims it feeds; it reads "
+                "nothing stricter. T_eff >= poly(1/gamma, S) has no stated polynomial: the audit checks the weakest "
+                "natural reference, T_eff >= S, and reports T_eff.")),
 )
 
 CLAIMS = [N_K1, N_K4, N_K10]

@@ -13,14 +13,17 @@ from sim.claims import get, select
 from sim.claims.base import Context
 from sim.claims.nichani.task import n_graph
 from sim.claims.nichani.constructions_trained import n_k9_trained_tier
-from sim.claims.nichani.experiments import N_E
+from sim.claims.nichani import experiments
+from sim.claims.nichani.experiments import (N_E, N_REFERENCE_GRAPHS, N_REFERENCE_MASS, ERun, e_primary, e_verdict,
+                                            family_outcome, is_n_recipe, other_key_level, uniform_level)
 from sim.claims.nichani.trained import N_K1, N_K4
 from sim.claims.nichani.training import (N_RECIPE, NTask, last_position_logits, reduced_loss, sample_multiparent,
                                          sample_task, task_sampler, train_disentangled, Recipe)
 from sim.models.nichani import DisentangledTransformer, ReducedModel
 from sim.priors import Dirichlet
 from sim.runner import RunConfig, evaluate_claim
-from sim.verdict import Verdict
+from sim.probes.nichani import parent_attention, position_attention
+from sim.verdict import FindingKind, Outcome, Verdict
 
 from .conftest import tier
 
@@ -31,7 +34,7 @@ K1_SMALL = {"S": 5, "Ts": (8, 32), "seeds": 1, "steps1": 150, "steps2": 150, "ba
             "reach_steps": 150, "n_prior_draws": 500}
 K4_SMALL = {**K1_SMALL, "n_ood": 2, "n_prompts_per_matrix": 1000}
 # N.E at the quick profile's sizes and recipe on the chain graph alone (smaller S, T or Adam
-# recipes left the chain's first layer committed to the wrong key here).
+# recipes left the chain's first layer on the wrong key here). Not N's recipe: INCONCLUSIVE.
 E_SMALL = {"S": 10, "T": 20, "seeds": 1, "graphs": ("chain",), "n_eval": 2048, "n_probe": 512, "n_bayes": 128,
            "is_samples": 400, "adam_reading": False}
 K9_SMALL = {"trained_S": 3, "trained_T": 8, "trained_seeds": 1, "trained_n_eval": 1024, "trained_n_probe": 512,
@@ -50,12 +53,24 @@ def test_k10_is_still_a_placeholder(tmp_path):
     assert res.verdict is Verdict.NOT_RUN and "#5" in res.note
 
 
-def test_n_e_recipes_are_ns_algorithm():
+def test_n_e_recipes_are_ns_algorithm_and_only_ns_recipe_decides():
     quick = N_E.settings["quick"]["recipe"]
     assert quick["optimizer"] == "sgd" and quick["schedule"] == "cosine" and quick.get("init_scale", 0.0) == 0.0
     paper = N_E.settings["paper"]["recipe"]
     assert (paper["optimizer"], paper["lr"], paper["steps"], paper["batch"]) == ("sgd", 1.0, 2**17, 1024)
     assert N_RECIPE.optimizer == "sgd" and N_RECIPE.init_scale == 0.0 and N_RECIPE.schedule == "cosine"
+    assert N_E.decided_by == "paper"
+    assert is_n_recipe(experiments._e_recipe(N_E.settings["paper"]))
+    for profile in ("quick", "standard"):
+        assert not is_n_recipe(experiments._e_recipe(N_E.settings[profile]))
+    assert not is_n_recipe(dataclasses.replace(N_RECIPE, lr=20.0))
+    assert not is_n_recipe(dataclasses.replace(N_RECIPE, steps=2000))
+
+
+def test_n_primary_readings_cite_the_seed():
+    for cid, lines in (("N.E", "15, 42"), ("N.K1", "103-116"), ("N.K4", "144-152"), ("N.K10", "206-213")):
+        p = get(cid).primary
+        assert p is not None and p.seed == "002" and p.lines == lines and p.review
 
 
 # ----------------------------------------------------------------- training helpers --
@@ -125,7 +140,8 @@ def test_device_handling_with_cpu_tensors():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here; the CPU path is tested above")
 def test_n_e_runs_on_cuda(tmp_path):
     res = evaluate_claim(N_E, RunConfig(profile="quick", seed=0, device="cuda", overrides={"N.E": E_SMALL}), tmp_path)
-    assert res.verdict is Verdict.PASS
+    assert res.verdict is Verdict.INCONCLUSIVE  # not N's recipe
+    assert tier(res, "trained").readings[0]["outcome under this recipe"] == "held"
 
 
 # ------------------------------------------------------------------------------ N.K1 --
@@ -137,6 +153,8 @@ def test_k1_passes(run_claim):
     assert "best reachable" in names and "floor" in names and "L_eps(pi)" in names
     assert all(n.kind == "trained" for n in t.numbers if n.name.startswith("T=8: min_i"))
     assert t.figures
+    # Knowl 1's literal loss bound is a finding, not a criterion of the deciding reading
+    assert not t.readings and [f.kind for f in t.findings] == [FindingKind.LITERAL]
 
 
 def test_k1_fails_when_the_model_is_trained_on_shuffled_targets(run_claim):
@@ -182,22 +200,112 @@ def test_k4_with_zero_entries_is_assumption_unmet(run_claim):
 
 
 # ------------------------------------------------------------------------------- N.E --
-def test_e_passes(run_claim):
+def _synthetic(parents, beta: float) -> DisentangledTransformer:
+    """N's model with the first layer's position block ``beta * adjacency(parents)`` (untrained at 0)."""
+    S, T = 10, len(parents)
+    model = DisentangledTransformer.init(S, T, [1, 1])
+    with torch.no_grad():
+        for i, p in enumerate(parents[:-1]):
+            if p >= 0:
+                model.A[0][0, S + i, S + p] = beta
+    return model
+
+
+def _attention_runs(model_parents, true_parents, n: int = 3) -> list[ERun]:
+    attn = position_attention(_synthetic(model_parents, 30.0) if model_parents is not None
+                              else DisentangledTransformer.init(10, len(true_parents), [1, 1]))
+    m = parent_attention(attn, true_parents, reading="positions").mean
+    return [ERun("chain", k, m, closed=1.0) for k in range(n)]
+
+
+def test_e_primary_holds_for_the_true_adjacency_and_fails_an_untrained_or_wrong_graph_model():
+    chain = n_graph("chain", 20)
+    wrong = [i - 2 if 2 <= i < 19 else -1 for i in range(20)]  # p(i) = i - 2
+    held = e_primary(_attention_runs(chain, chain))
+    assert held[0].criterion == "attention" and held[0].outcome is Outcome.HELD
+    assert e_verdict(held, decisive=True) is Verdict.PASS
+    for model_parents in (None, wrong):  # untrained (uniform first layer), attention on the wrong graph
+        fams = e_primary(_attention_runs(model_parents, chain))
+        assert fams[0].outcome is Outcome.VIOLATED
+        assert e_verdict(fams, decisive=True) is Verdict.FAIL
+        assert e_verdict(fams, decisive=False) is Verdict.INCONCLUSIVE  # a recipe that is not N's never FAILs
+    # the untrained layer sits at the uniform level, far below the majority
+    untrained = position_attention(DisentangledTransformer.init(10, 20, [1, 1]))
+    assert parent_attention(untrained, chain, reading="positions").mean == pytest.approx(uniform_level(chain))
+    assert other_key_level(untrained, chain) == pytest.approx(uniform_level(chain))
+
+
+def test_e_primary_loss_criterion_fails_a_model_at_its_starting_loss():
+    fams = e_primary([ERun("chain", k, 0.9, closed=0.02, closed_se=0.01) for k in range(3)])
+    assert [f.outcome for f in fams] == [Outcome.HELD, Outcome.VIOLATED]
+    assert e_verdict(fams, decisive=True) is Verdict.FAIL
+
+
+def test_family_outcome_uses_the_seeds_spread_with_a_t_quantile():
+    assert family_outcome([0.9, 0.8, 0.85], [0, 0, 0], 0.5, 3.0).outcome is Outcome.HELD
+    assert family_outcome([0.3, 0.31, 0.29], [0, 0, 0], 0.5, 3.0).outcome is Outcome.VIOLATED
+    # one model below, the family's mean not clearly below: more models decide
+    assert family_outcome([0.9, 0.2], [0, 0], 0.5, 3.0).outcome is Outcome.UNDECIDED
+    # two models at 0.45 and 0.44 are not enough to refute with a t quantile of 1 degree of freedom ...
+    assert family_outcome([0.45, 0.44], [0, 0], 0.5, 3.0).outcome is Outcome.UNDECIDED
+    # ... a single model is exact evidence, and a model's own error counts
+    assert family_outcome([0.45], [0], 0.5, 3.0).outcome is Outcome.VIOLATED
+    assert family_outcome([0.55], [0.02], 0.5, 3.0).outcome is Outcome.UNDECIDED
+
+
+def test_ns_own_many_graphs_output_meets_the_primary_reading_and_misses_the_stricter_one():
+    """N's 20 graphs (many_graphs.ipynb): each graph's mean attention on the parent is a majority,
+    while 5 of them have a position at or below 0.22 on the parent (the per-position argmax finding)."""
+    means = [m for m, _ in N_REFERENCE_GRAPHS]
+    assert np.mean(means) == pytest.approx(N_REFERENCE_MASS[0], abs=1e-4)
+    assert np.std(means) == pytest.approx(N_REFERENCE_MASS[1], abs=1e-4)
+    runs = [ERun("random", k, m, closed=1.0) for k, m in enumerate(means)]
+    assert e_primary(runs)[0].outcome is Outcome.HELD
+    assert sum(round(lo, 2) <= 0.22 for _, lo in N_REFERENCE_GRAPHS) == 5
+    # a wrong variant of the formula (the parent holds >= 0.9 on average) FAILs N's own output
+    strict = N_E.variant(parent_mass=0.9).params["parent_mass"]
+    assert e_verdict(e_primary(runs, parent_mass=strict), decisive=True) is Verdict.FAIL
+
+
+def test_e_quick_measures_but_does_not_decide(run_claim):
     res = run_claim(N_E, **E_SMALL)
     t = tier(res, "trained")
-    assert res.verdict is Verdict.PASS, (t.summary, t.counterexample)
+    assert res.verdict is Verdict.INCONCLUSIVE, (t.summary, t.counterexample)  # not N's recipe
+    assert "2**17" in t.budget and "CPU-hours" in t.budget
+    assert [r["outcome under this recipe"] for r in t.readings] == ["held", "held"]
     names = " ".join(n.name for n in t.numbers)
-    for what in ("Bayes loss (IS)", "add-alpha loss", "N's code's Bayes line", "N's reading"):
+    for what in ("Bayes loss, whole", "E[KL(P* || add-alpha)]", "add-alpha loss", "N's code's Bayes line", "N's reading",
+                 "uniform level"):
         assert what in names
+    kinds = {f.kind: f for f in t.findings}
+    assert kinds[FindingKind.STRICTER] and kinds[FindingKind.REFERENCE_CODE].verdict is Verdict.FAIL
+    assert res.primary_reading["seed"] == "002" and res.headline.startswith("INCONCLUSIVE")
     assert len(t.figures) == 2
 
 
 @pytest.mark.parametrize("wrong", ["shuffled", "other-graph"])
-def test_e_fails_for_a_model_trained_on_the_wrong_task(run_claim, wrong):
+def test_e_model_trained_on_the_wrong_task_fails_the_primary_reading(run_claim, monkeypatch, wrong):
+    """Trained on the wrong task, the primary reading is violated: INCONCLUSIVE under the quick
+    recipe (it never FAILs from a recipe that is not N's), FAIL with a counterexample once the
+    recipe is taken as deciding (as the paper profile's is)."""
+    res = run_claim(N_E.variant(wrong_task=wrong), **E_SMALL)
+    t = tier(res, "trained")
+    assert res.verdict is Verdict.INCONCLUSIVE and t.conclusion is Outcome.VIOLATED
+    assert "violated" in [r["outcome under this recipe"] for r in t.readings]
+    monkeypatch.setattr(experiments, "is_n_recipe", lambda recipe: True)
     res = run_claim(N_E.variant(wrong_task=wrong), **E_SMALL)
     t = tier(res, "trained")
     assert res.verdict is Verdict.FAIL
-    assert t.counterexample["wrong task"] == wrong
+    assert t.counterexample["models"][0]["wrong task"] == wrong
+
+
+def test_e_wrong_formula_fails_a_correctly_trained_model_once_decisive(run_claim, monkeypatch):
+    monkeypatch.setattr(experiments, "is_n_recipe", lambda recipe: True)
+    res = run_claim(N_E, **E_SMALL)
+    assert res.verdict is Verdict.PASS, tier(res, "trained").summary
+    for variant in (N_E.variant(parent_mass=0.99), N_E.variant(gap_closed=0.99)):
+        res = run_claim(variant, **E_SMALL)  # the same trained model (cached), a wrong threshold
+        assert res.verdict is Verdict.FAIL
 
 
 # ------------------------------------------------------------------------ N.K9 trained --
