@@ -36,6 +36,7 @@ __all__ = [
     "bahadur_rao_prefactor",
     "bahadur_rao_log_error",
     "pairwise_error_exact",
+    "pairwise_error_exact_path",
     "MapErrorExponent",
     "map_error_exponent",
     "MAX_COMPOSITIONS",
@@ -313,11 +314,12 @@ def _log_error_multinomial(vf: np.ndarray, lpf: np.ndarray, L: int, threshold: f
     return float(logsumexp(logw[hit])) if hit.any() else -math.inf
 
 
-def _log_error_convolution(vf: np.ndarray, lpf: np.ndarray, L: int, threshold: float, scale: float) -> float:
-    """Law of ``S_L`` by ``L`` convolutions with the atom law, merging equal sums (within round-off)."""
+def _convolution_steps(vf: np.ndarray, lpf: np.ndarray, L: int, scale: float):
+    """Yield ``(n, values, log-probabilities)`` of the law of ``S_n`` for ``n = 1..L``, by
+    convolution with the atom law, merging sums equal within ``1e-11 * scale`` (round-off)."""
     merge_tol = 1e-11 * scale
     vals, logp = np.zeros(1), np.zeros(1)
-    for _ in range(L):
+    for n in range(1, L + 1):
         # k sorted runs (one shifted copy of the sorted support per atom): the stable sort
         # (timsort) merges runs in O(N k log k).
         new_v = (vf[:, None] + vals[None, :]).ravel()
@@ -328,6 +330,14 @@ def _log_error_convolution(vf: np.ndarray, lpf: np.ndarray, L: int, threshold: f
             raise TheoryError(
                 f"the law of S_n has {vals.size} distinct values, above MAX_ATOMS = {MAX_ATOMS}; "
                 f"the values of Z are too unstructured for L = {L}: use a smaller L")
+        yield n, vals, logp
+
+
+def _log_error_convolution(vf: np.ndarray, lpf: np.ndarray, L: int, threshold: float, scale: float) -> float:
+    """Law of ``S_L`` by ``L`` convolutions with the atom law, merging equal sums (within round-off)."""
+    vals, logp = np.zeros(1), np.zeros(1)
+    for _, vals, logp in _convolution_steps(vf, lpf, L, scale):
+        pass
     hit = vals >= threshold
     return float(logsumexp(logp[hit])) if hit.any() else -math.inf
 
@@ -388,6 +398,85 @@ def pairwise_error_exact(values, probs, L: int, *, method: str = "auto", log: bo
             logP = _log_error_convolution(vf, lpf, L, threshold, scale)
         logP = min(logP, 0.0)
     return float(logP) if log else float(math.exp(logP))
+
+
+def pairwise_error_exact_path(values, probs, Ls, *, gap_window: float | None = None):
+    """Exact ``log P(S_L >= 0)`` at every ``L`` of ``Ls``, from one convolution pass.
+
+    The same sum as :func:`pairwise_error_exact` (same tie rule:
+    ``S >= -1e-9 * L * max |finite value|`` counts as ``>= 0``), computed by the
+    ``"convolution"`` method once up to ``max(Ls)`` and read off at each requested ``L``,
+    so a decay curve costs what its largest ``L`` costs. Agrees with
+    :func:`pairwise_error_exact` to round-off (its ``"multinomial"`` grouping at small ``L``
+    differs in the last digits).
+
+    With ``gap_window = w`` (a number, or a sequence of them) it also returns, for each ``L``
+    (and each ``w``), the largest gap between consecutive points of
+    ``{0} ∪ {x in supp(S_L): 0 <= x <= w}`` and the first support point beyond ``w`` (if any):
+    how coarse the support of ``S_L`` is where ``P(S_L >= 0)`` collects its mass (a lattice of
+    span ``h`` gives ``h``; ``w`` when no support point is ``>= 0``).
+
+    Parameters
+    ----------
+    values, probs : array_like, shape (k,)
+        The law of ``Z`` (e.g. from :func:`llr_law`).
+    Ls : sequence of int, each >= 0
+    gap_window : float > 0 or sequence of them, optional
+
+    Returns
+    -------
+    ndarray, shape (len(Ls),): ``log P(S_L >= 0)`` (``-inf`` where it is 0), in the order of
+    ``Ls``; with ``gap_window``, the pair ``(log P, gaps)``, ``gaps`` of shape ``(len(Ls),)`` for
+    one window and ``(len(Ls), len(gap_window))`` for a sequence.
+    """
+    v, p = _validate_law(values, probs)
+    Ls = [_validate_L(L, minimum=0) for L in Ls]
+    windows = None
+    if gap_window is not None:
+        windows = np.atleast_1d(np.asarray(gap_window, dtype=float))
+        if windows.ndim != 1 or windows.size == 0 or not np.all(np.isfinite(windows) & (windows > 0)):
+            raise TheoryError(f"gap_window must be finite numbers > 0, got {gap_window!r}")
+    out = np.zeros(len(Ls))
+    gaps = np.full((len(Ls), 0 if windows is None else windows.size), np.nan)
+    fin = np.isfinite(v)
+    want: dict[int, list[int]] = {}
+    for i, L in enumerate(Ls):
+        want.setdefault(L, []).append(i)
+
+    def record_gaps(idx, x):
+        if windows is None:
+            return
+        for j, w in enumerate(windows):
+            if x.size == 0:
+                gaps[idx, j] = w
+                continue
+            upto = int(np.searchsorted(x, w, side="right"))  # points <= w, then the first beyond
+            pts = np.concatenate([[0.0], x[:min(upto + 1, x.size)]])
+            gaps[idx, j] = float(np.diff(pts).max()) if pts.size > 1 else w
+
+    def record(n, vals, logp, scale):
+        hit = vals >= -1e-9 * n * scale
+        out[want[n]] = min(float(logsumexp(logp[hit])), 0.0) if hit.any() else -math.inf
+        record_gaps(want[n], np.maximum(vals[hit], 0.0))  # ties count as 0; vals are sorted
+
+    if 0 in want:
+        out[want[0]] = 0.0
+        record_gaps(want[0], np.zeros(1))  # S_0 = 0
+    if Ls and max(Ls) > 0:
+        if not fin.any():
+            for L, idx in want.items():
+                if L > 0:
+                    out[idx] = -math.inf
+                    record_gaps(idx, np.zeros(0))
+        else:
+            vf, lpf = v[fin], np.log(p[fin])
+            scale = max(float(np.abs(vf).max()), np.finfo(float).tiny)
+            for n, vals, logp in _convolution_steps(vf, lpf, max(Ls), scale):
+                if n in want:
+                    record(n, vals, logp, scale)
+    if windows is not None and np.ndim(gap_window) == 0:
+        gaps = gaps[:, 0]
+    return (out, gaps) if gap_window is not None else out
 
 
 # ----------------------------------------------------------------------------- MAP error

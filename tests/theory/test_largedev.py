@@ -19,6 +19,7 @@ from theory.largedev import (
     llr_law,
     map_error_exponent,
     pairwise_error_exact,
+    pairwise_error_exact_path,
 )
 
 
@@ -219,6 +220,32 @@ def test_pairwise_error_exact_matches_brute_force(law, L):
         assert pairwise_error_exact(v, p, L, method=method) == pytest.approx(ref, rel=1e-10, abs=1e-300)
     lg = pairwise_error_exact(v, p, L, log=True)
     assert lg == (math.log(ref) if ref > 0 else -math.inf) or lg == pytest.approx(math.log(ref), rel=1e-10)
+
+
+@settings(max_examples=25)
+@given(laws(k_max=4), st.lists(st.integers(0, 6), min_size=1, max_size=4))
+def test_pairwise_error_exact_path_matches_the_one_L_oracle(law, Ls):
+    v, p = law
+    path = pairwise_error_exact_path(v, p, Ls)
+    for L, lp in zip(Ls, path):
+        ref = pairwise_error_exact(v, p, L, log=True)
+        assert lp == ref or lp == pytest.approx(ref, rel=1e-10, abs=1e-12)
+
+
+def test_pairwise_error_exact_path_gaps():
+    # the law of the BMA log-odds: log P as the one-L oracle gives it, and positive gaps
+    v, p = llr_law(PI2, [-1, 0, 0, 1], 3, 0)
+    logP, gaps = pairwise_error_exact_path(v, p, [1, 30, 60], gap_window=5.0)
+    assert np.allclose(logP, [pairwise_error_exact(v, p, L, log=True) for L in (1, 30, 60)], rtol=1e-10)
+    assert gaps.shape == (3,) and np.all(gaps > 0)
+    # two atoms -1 and log 4: S_2 in {-2, log 4 - 1, 2 log 4}; the gaps on [0, w] count the first point beyond w
+    logP, gaps = pairwise_error_exact_path([-1.0, math.log(4)], [0.8, 0.2], [0, 1, 2], gap_window=[0.5, 10.0])
+    assert gaps.shape == (3, 2) and np.allclose(gaps[0], 0.0)  # S_0 = 0
+    assert np.allclose(gaps[1], math.log(4))
+    assert np.allclose(gaps[2], math.log(4) + 1)  # from log 4 - 1 to 2 log 4, in both windows
+    assert logP[2] == pytest.approx(math.log(2 * 0.8 * 0.2 + 0.04))
+    with pytest.raises(TheoryError):
+        pairwise_error_exact_path([-1.0, 1.0], [0.5, 0.5], [3], gap_window=0.0)
 
 
 def test_pairwise_error_exact_with_llr_law_ties_and_inf_atoms():

@@ -1,13 +1,15 @@
-"""W.T3 (W Theorem 3): the gradient at W = 0 points at the true parent. PASS on defaults,
-wrong variants (argmax at h-1, sign flip) FAIL, identical rows are ASSUMPTION_UNMET with the
-conclusion violated there; the logits-reading witness is reported, not hidden."""
+"""W.T3 (W Theorem 3): the gradient at W = 0 points at the true parent. W's setting decides
+(mixture output, stationary root); PASS on defaults, wrong variants (argmax at h-1, sign flip, a
+wrong gradient formula) FAIL, identical rows are ASSUMPTION_UNMET with the conclusion violated
+there; the logits output and a uniform root are `outside the paper's setting` findings (both
+FAIL on recorded witnesses), the stationary root an `unstated assumption` finding."""
 import numpy as np
 import pytest
 
 from sim.claims.wei.dynamics import LOGITS_WITNESS, UNIFORM_ROOT_WITNESS, W_T3, _autograd_gradients, _bonferroni_z
 from sim.priors import Point
 from sim.sampling import sample_w_prompts
-from sim.verdict import Verdict
+from sim.verdict import FindingKind, Verdict
 from theory import CausalTree, mutual_information, pairwise_joint, wei_chi2_signal, wei_gradient_at_zero
 
 SMALL = {"n_matrices": 2, "dims": (2, 3), "H": 5, "trees_per_matrix": 1, "max_examples": 15, "max_H": 5,
@@ -22,28 +24,48 @@ def run(run_claim):
 def test_passes_on_defaults(run, tmp_path):
     res = run(W_T3)
     assert res.verdict is Verdict.PASS, [(t.tier, t.verdict, t.summary, t.error) for t in res.tiers]
+    assert W_T3.primary is not None and (W_T3.primary.seed, W_T3.primary.lines) == ("000", "221-225")
+    assert "stationary root (every marginal = mu_pi)" in W_T3.assumptions
     exact = next(t for t in res.tiers if t.tier == "exact")
     nums = {n.name: n for n in exact.numbers}
     assert nums["max |g~[pa] - I_chi2(x_h; x_pa)| (stationary root)"].value < 1e-12
     assert nums["Spearman(G, chi2 signal): mean over positions"].value > 0.5
     assert exact.figures and (tmp_path / exact.figures[0]).exists()
+    for t in res.tiers:  # only the deciding reading is a criterion; the others are findings
+        assert [r["name"] for r in t.readings] == ["mixture (decides)"], t.tier
+        assert all(f.kind in (FindingKind.OUTSIDE, FindingKind.UNSTATED) for f in t.findings)
     mc = next(t for t in res.tiers if t.tier == "montecarlo")
-    assert {r["name"] for r in mc.readings} == {"mixture", "logits"}
+    (logits,) = mc.findings
+    assert logits.kind is FindingKind.OUTSIDE and logits.verdict is Verdict.PASS and "logits" in logits.reading
+    # the headline keeps the failing findings beside the PASS
+    assert res.headline.startswith("PASS (findings: ") and "logits" in res.headline and "uniform root" in res.headline
 
 
-def test_logits_reading_witness_is_reported_as_fail(run):
-    """The logits reading fails on a full-support pi with a stationary root (found by search);
-    the deciding mixture reading holds there. Both are in the exact tier's readings."""
+def test_findings_outside_the_setting_and_the_unstated_assumption(run):
+    """The logits output and a uniform root fail on recorded witnesses (full-support pi, every
+    other assumption met) while W's mixture reading holds there; the stationary root is reported
+    as W's unstated assumption, shown needed by the uniform-root witness."""
     res = run(W_T3, tiers=("exact",))
     exact = res.tiers[0]
     assert exact.verdict is Verdict.PASS
-    logits = next(r for r in exact.readings if r["name"] == "logits")
-    assert logits["verdict"] == "FAIL" and "0.9994" in logits["detail"]
-    assert "logits reading FAILS" in exact.summary
-    # Re-check the witness by hand with the theory function.
+    by = {(f.kind, f.reading.split(",")[0].split(" (")[0]): f for f in exact.findings}
+    logits = next(f for f in exact.findings if f.kind is FindingKind.OUTSIDE and "logits" in f.reading)
+    assert logits.verdict is Verdict.FAIL and logits.counterexample["pi"][0][0] == 0.9994
+    assert "argmax G off the parent" in logits.detail
+    uniform = next(f for f in exact.findings if f.kind is FindingKind.OUTSIDE and "uniform root" in f.reading)
+    assert uniform.verdict is Verdict.FAIL and uniform.counterexample["root_law"] == "uniform"
+    assert uniform.counterexample["pi"] == UNIFORM_ROOT_WITNESS["pi"]
+    unstated = next(f for f in exact.findings if f.kind is FindingKind.UNSTATED)
+    assert unstated.verdict is Verdict.PASS and "stationary root" in unstated.reading and unstated.detail
+    assert len(by) == 3
+    # Re-check both witnesses by hand with the theory function.
     pi, tree, h = np.array(LOGITS_WITNESS["pi"]), CausalTree(LOGITS_WITNESS["parents"]), LOGITS_WITNESS["h"]
     assert np.argmax(wei_gradient_at_zero(pi, tree, h, reading="logits")) == 3 != tree.parent(h)
     assert np.argmax(wei_gradient_at_zero(pi, tree, h, reading="mixture")) == tree.parent(h)
+    # without the witnesses (a run that draws none of its own) the unstated finding cannot show necessity
+    res = run(W_T3, tiers=("exact",), witness=False)
+    unstated = next(f for f in res.tiers[0].findings if f.kind is FindingKind.UNSTATED)
+    assert unstated.verdict in (Verdict.PASS, Verdict.INCONCLUSIVE)
 
 
 @pytest.mark.parametrize("variant", [{"claimed_argmax": lambda tree, h: h - 1}, {"sign": -1.0}])
@@ -58,6 +80,26 @@ def test_wrong_variants_fail_with_counterexample(run, variant):
         # re-check by hand
         recomputed = wei_gradient_at_zero(np.array(cex["pi"]), cex["parents"], cex["h"], reading=cex["reading"])
         assert np.allclose(recomputed, G, atol=1e-12)
+
+
+def _without_attention_factor(pi, tree, h, root=None, reading="mixture"):
+    """A wrong gradient formula: -E[dl/dp_hat] without the softmax Jacobian's factor A_h' = 1/h."""
+    return h * wei_gradient_at_zero(pi, tree, h, root=root, reading=reading)
+
+
+def _chi2_signal_as_gradient(pi, tree, h, root=None, reading="mixture"):
+    """A wrong gradient formula: 'tracks chi-square MI' read as equality, G = g~ / h."""
+    return wei_chi2_signal(pi, tree, h, root=root) / h
+
+
+@pytest.mark.parametrize("formula", [_without_attention_factor, _chi2_signal_as_gradient])
+def test_a_wrong_gradient_formula_fails(run, formula):
+    """The formula under test is a parameter: autograd through W's model disagrees with a wrong one
+    (the Monte Carlo tier FAILs with the entry that shows it), whatever its argmax does."""
+    res = run(W_T3.variant(gradient=formula), tiers=("montecarlo",))
+    assert res.verdict is Verdict.FAIL, [(t.tier, t.verdict, t.summary) for t in res.tiers]
+    cex = res.tiers[0].counterexample
+    assert cex["reading"] == "mixture" and abs(cex["monte carlo"] - cex["exact"]) > cex["z needed"] * cex["stderr"]
 
 
 def test_identical_rows_are_assumption_unmet_and_violate(run):
