@@ -97,4 +97,4 @@ def test_parser_has_all_commands():
 def test_list_says_how_a_claim_without_tiers_is_decided(tmp_path, capsys):
     assert main(["list", "--reports", str(tmp_path)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("N.K10"))
-    assert "(pending)" not in row and "decided by `icl-verify prior`" in row
+    assert "(pending)" not in row and "icl-verify prior" in row and "quick" not in row

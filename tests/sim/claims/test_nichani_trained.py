@@ -46,11 +46,11 @@ def test_n_claims_are_registered_in_catalogue_order():
     assert [c.id for c in select("N.*")] == ["N.T", "N.K3", "N.K1", "N.K4", "N.K7", "N.K8", "N.K9", "N.K10", "N.E"]
 
 
-def test_k10_is_still_a_placeholder(tmp_path):
+def test_k10_is_decided_by_the_prior_audit_not_a_profile(tmp_path):
     claim = get("N.K10")
     assert claim.checks == {} and claim.tiers == ()
     res = evaluate_claim(claim, RunConfig(profile="quick", seed=0), tmp_path)
-    assert res.verdict is Verdict.NOT_RUN and "#5" in res.note
+    assert res.verdict is Verdict.NOT_RUN and "icl-verify prior" in res.note and "#" not in res.note
 
 
 def test_n_e_recipes_are_ns_algorithm_and_only_ns_recipe_decides():
