@@ -5,6 +5,8 @@
 - :mod:`sim.models.nichani`: N's reduced model, disentangled transformer, the Knowl 8/9
   constructions and their numpy reference estimators.
 - :mod:`sim.models.standard`: a standard decoder transformer and N Knowl 7's exact maps.
+- :mod:`sim.models.sa_transformer`: G's symmetric-constrained attention-only transformer (the
+  minimal model of G's G1 -> G2 transition).
 - :mod:`sim.models.hooks`: named hook points, ``run_with_cache``, ``run_with_hooks``.
 
 Models run on whatever device and dtype their parameters have (float32 by default,
@@ -21,6 +23,7 @@ from .nichani import (
     nichani_multiparent_construction,
     nichani_multiparent_construction_limit,
 )
+from .sa_transformer import SATransformer
 from .standard import StandardTransformer, to_disentangled, to_standard
 from .wei import WeiContinuous, WeiTransformer, wei_construction
 
@@ -29,6 +32,7 @@ __all__ = [
     "hook_points",
     "run_with_cache",
     "run_with_hooks",
+    "SATransformer",
     "WeiTransformer",
     "WeiContinuous",
     "wei_construction",
