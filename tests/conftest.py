@@ -46,3 +46,29 @@ class _DeviceLog(torch.overrides.TorchFunctionMode):
 def device_log():
     """``with device_log() as mode: ...`` then ``mode.devices``: where the block's tensors live."""
     return _DeviceLog
+
+
+def _refuse_constant(name):
+    raise ValueError(f"non-JSON constant {name}")
+
+
+@pytest.fixture(autouse=True)
+def _outputs_parse_strictly(request):
+    """Every run a test writes under its ``tmp_path`` leaves outputs that strict parsers accept:
+    ``results.json``/``run.json`` as JSON without NaN or Infinity, ``report.html`` and
+    ``junit.xml`` as well-formed XML."""
+    root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if root is None:
+        return
+    import json
+    import xml.etree.ElementTree as ET
+
+    for path in root.rglob("*"):
+        if path.name == "results.json" and path.parent.joinpath("run.json").exists():  # a finished run
+            for name in ("results.json", "run.json"):
+                json.loads(path.parent.joinpath(name).read_text(), parse_constant=_refuse_constant)
+        elif path.name == "junit.xml":
+            ET.parse(path)
+        elif path.name == "report.html":
+            ET.fromstring(path.read_text().split("\n", 1)[1])  # past the doctype line
