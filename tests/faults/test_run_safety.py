@@ -309,3 +309,14 @@ def test_a_one_state_prior_is_refused_at_the_boundary(capsys, argv):
     assert main([*argv, "--no-progress", "--claims", "W.L3"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "1 state" in err and "Traceback" not in err
+
+
+def test_ctrl_c_names_the_resume_command_only_once_a_run_folder_exists(tmp_path, plugin, capsys):
+    p = plugin("def _stop(ctx):\n    raise KeyboardInterrupt\n\nCLAIMS = [claim('U.OK'), claim('U.STOP', _stop)]\n")
+    assert _run(["--plugin", p, "--claims", "U.*", "--out", tmp_path / "r"])[0] == 130
+    err = capsys.readouterr().err
+    assert f"icl-verify run --resume --out {tmp_path / 'r'}" in err
+    (tmp_path / "stop.py").write_text("def draw(rng, n):\n    raise KeyboardInterrupt\n")
+    assert main(["prior", f"{tmp_path / 'stop.py'}:draw", "--no-progress", "--claims", "W.L3"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "resume" not in err
