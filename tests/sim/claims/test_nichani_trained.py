@@ -330,3 +330,16 @@ def test_k9_trained_fails_when_one_parent_carries_everything(tmp_path):
 def test_k9_trained_on_shuffled_targets_never_splits(tmp_path):
     res = n_k9_trained_tier(_k9_ctx(tmp_path, trained_wrong_task="shuffled"))
     assert res.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE)
+
+
+def test_k9_trained_reading_is_a_finding_that_never_decides(tmp_path):
+    """Knowl 9 states a construction; the trained split is reported beside the verdict, as an
+    outside-the-setting finding. A model trained with one parent carrying everything FAILs that
+    finding; the claim's tiers are the construction's alone."""
+    from sim.claims.nichani.constructions import _k9_trained_finding
+
+    finding, figures = _k9_trained_finding(_k9_ctx(tmp_path, trained_wrong_task="one-parent"))
+    assert finding.kind is FindingKind.OUTSIDE and finding.verdict is Verdict.FAIL and figures
+    assert "trained" not in get("N.K9").checks
+    assert all(get("N.K9").settings[p]["trained_finding"] for p in ("quick", "standard", "paper"))
+    assert get("N.K9").tiers_for("quick") == ("exact", "montecarlo")
