@@ -144,6 +144,41 @@ def _dirichlet_log_space(rng: np.random.Generator, shape_params: np.ndarray) -> 
     return g / g.sum(axis=-1, keepdims=True)
 
 
+def _is_setup(tokens, parents, alpha: float, S: int, n_samples: int, blocks: int, blocks_name: str):
+    """Validated inputs of the importance samplers: ``(x, context parents, edge positions,
+    root positions, K)`` with ``K`` = ``n_samples`` rounded down to a multiple of ``blocks``."""
+    x, par = _check(tokens, parents, S)
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    if n_samples < 2 * blocks:
+        raise ValueError(f"n_samples must be >= 2 * {blocks_name} = {2 * blocks}, got {n_samples}")
+    ctx_par = par[: x.shape[1] - 1]
+    return x, ctx_par, np.flatnonzero(ctx_par >= 0), np.flatnonzero(ctx_par < 0), (n_samples // blocks) * blocks
+
+
+def _is_chunk(xb, ctx_par, edges, roots, alpha: float, S: int, draw):
+    """One chunk of prompts ``xb (P, T)``: the add-alpha estimator ``a (P, S)`` (the proposal's
+    mean of row ``q``), the normalised weights ``w = prod_r mu_pi(s_r)`` ``(P, K)`` of the
+    conjugate-posterior draws ``draw(counts) (P, K, S, S)``, and ``dev = pi_k(q, .) - a``
+    ``(P, K, S)``."""
+    P = xb.shape[0]
+    rows_p = np.arange(P)
+    n = np.zeros((P, S, S))
+    np.add.at(n, (np.repeat(rows_p, edges.size), xb[:, ctx_par[edges]].ravel(), xb[:, edges].ravel()), 1.0)
+    r = np.zeros((P, S))
+    np.add.at(r, (np.repeat(rows_p, roots.size), xb[:, roots].ravel()), 1.0)
+    q = xb[:, -1]
+    nq = n[rows_p, q]
+    a = (alpha + nq) / (S * alpha + nq.sum(-1, keepdims=True))  # (P, S): add-alpha
+    pis = draw(n)  # (P, K, S, S)
+    if roots.size:
+        logw = (np.log(gth_stationary(pis)) * r[:, None, :]).sum(axis=-1)  # (P, K)
+        w = np.exp(logw - logw.max(axis=1, keepdims=True))
+    else:
+        w = np.ones(pis.shape[:2])
+    return a, w, pis[rows_p, :, q] - a[:, None]
+
+
 def posterior_predictive_is(tokens, parents, alpha: float, S: int, n_samples: int, rng: np.random.Generator, *,
                             groups: int = 8, chunk_elems: int = 4_000_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``P*(.) = E[pi(q, .) | prompt]`` for every prompt by importance sampling with a control variate.
@@ -160,36 +195,18 @@ def posterior_predictive_is(tokens, parents, alpha: float, S: int, n_samples: in
     ``groups`` independent batches of the samples (batch means), the effective sample size
     is ``(sum w)^2 / sum w^2``.
     """
-    x, par = _check(tokens, parents, S)
-    if not alpha > 0:
-        raise ValueError(f"alpha must be > 0, got {alpha}")
-    if n_samples < 2 * groups:
-        raise ValueError(f"n_samples must be >= 2 * groups = {2 * groups}, got {n_samples}")
-    B, T = x.shape
-    ctx_par = par[: T - 1]
-    edges = np.flatnonzero(ctx_par >= 0)
-    roots = np.flatnonzero(ctx_par < 0)
-    K = (n_samples // groups) * groups
+    x, ctx_par, edges, roots, K = _is_setup(tokens, parents, alpha, S, n_samples, groups, "groups")
+    B = x.shape[0]
     est, se, ess = np.empty((B, S)), np.empty((B, S)), np.empty(B)
     step = max(1, chunk_elems // (K * S * S))
+
+    def draw(n):  # (P, S, S) counts -> (P, K, S, S) conjugate-posterior draws
+        conc = np.ascontiguousarray(np.broadcast_to((alpha + n)[:, None], (n.shape[0], K, S, S)))
+        return _dirichlet_log_space(rng, conc)
+
     for lo in range(0, B, step):
-        xb = x[lo:lo + step]
-        P = xb.shape[0]
-        n = np.zeros((P, S, S))
-        np.add.at(n, (np.repeat(np.arange(P), edges.size), xb[:, ctx_par[edges]].ravel(), xb[:, edges].ravel()), 1.0)
-        r = np.zeros((P, S))
-        np.add.at(r, (np.repeat(np.arange(P), roots.size), xb[:, roots].ravel()), 1.0)
-        q = xb[:, -1]
-        a = (alpha + n[np.arange(P), q]) / (S * alpha + n[np.arange(P), q].sum(-1, keepdims=True))  # (P, S) add-alpha
-        conc = np.ascontiguousarray(np.broadcast_to((alpha + n)[:, None], (P, K, S, S)))
-        pis = _dirichlet_log_space(rng, conc)  # (P, K, S, S)
-        if roots.size:
-            mu = gth_stationary(pis)  # (P, K, S)
-            logw = (np.log(mu) * r[:, None, :]).sum(axis=-1)  # (P, K)
-            w = np.exp(logw - logw.max(axis=1, keepdims=True))
-        else:
-            w = np.ones((P, K))
-        dev = pis[np.arange(P), :, q] - a[:, None]  # (P, K, S): pi_k(q, .) - a
+        a, w, dev = _is_chunk(x[lo:lo + step], ctx_par, edges, roots, alpha, S, draw)
+        P = a.shape[0]
 
         def estimate(wg, dg):  # (P, k), (P, k, S) -> (P, S)
             c = wg - wg.mean(axis=1, keepdims=True)
@@ -242,39 +259,16 @@ def posterior_predictive_levels(tokens, parents, alpha: float, S: int, n_samples
     ``n_samples`` is rounded down to a multiple of ``2^(levels-1)``. Entries below
     ``1e-12 a`` are floored and the rows renormalised (rare; only at tiny ``K``).
     """
-    x, par = _check(tokens, parents, S)
-    if not alpha > 0:
-        raise ValueError(f"alpha must be > 0, got {alpha}")
     if levels < 1:
         raise ValueError(f"levels must be >= 1, got {levels}")
-    blocks = 2 ** (levels - 1)
-    if n_samples < 2 * blocks:
-        raise ValueError(f"n_samples must be >= 2 * 2^(levels-1) = {2 * blocks}, got {n_samples}")
-    B, T = x.shape
-    ctx_par = par[: T - 1]
-    edges = np.flatnonzero(ctx_par >= 0)
-    roots = np.flatnonzero(ctx_par < 0)
-    K = (n_samples // blocks) * blocks
+    x, ctx_par, edges, roots, K = _is_setup(tokens, parents, alpha, S, n_samples, 2 ** (levels - 1), "2^(levels-1)")
+    B = x.shape[0]
     out = [np.empty((2 ** lv, B, S)) for lv in range(levels)]
     step = max(1, chunk_elems // (K * S * S))
     for lo in range(0, B, step):
-        xb = x[lo:lo + step]
-        P = xb.shape[0]
-        rows_p = np.arange(P)
-        n = np.zeros((P, S, S))
-        np.add.at(n, (np.repeat(rows_p, edges.size), xb[:, ctx_par[edges]].ravel(), xb[:, edges].ravel()), 1.0)
-        r = np.zeros((P, S))
-        np.add.at(r, (np.repeat(rows_p, roots.size), xb[:, roots].ravel()), 1.0)
-        q = xb[:, -1]
-        nq = n[rows_p, q]
-        a = (alpha + nq) / (S * alpha + nq.sum(-1, keepdims=True))  # (P, S): add-alpha, the proposal's mean
-        pis = _conjugate_posterior_draws(rng, alpha, n, K)
-        if roots.size:
-            logw = (np.log(gth_stationary(pis)) * r[:, None, :]).sum(axis=-1)  # (P, K)
-            w = np.exp(logw - logw.max(axis=1, keepdims=True))
-        else:
-            w = np.ones((P, K))
-        dev = pis[rows_p, :, q] - a[:, None]  # (P, K, S)
+        a, w, dev = _is_chunk(x[lo:lo + step], ctx_par, edges, roots, alpha, S,
+                              lambda n: _conjugate_posterior_draws(rng, alpha, n, K))
+        P = a.shape[0]
         for lv in range(levels):
             nb = 2 ** lv
             wg = w.reshape(P, nb, K // nb)
