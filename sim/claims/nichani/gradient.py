@@ -570,14 +570,6 @@ def _k3_exact(ctx: Context) -> TierResult:
     return res
 
 
-def _compact(rec: dict) -> str:
-    keys = ("prior", "base atoms (before symmetrisation)", "balancing atom", "balancing weight", "graph", "parents",
-            "i", "j", "smallest gap", "E[(1 - alpha)/2 ||B||_F^2]", "gamma")
-    import json
-
-    return json.dumps({k: rec[k] for k in keys if k in rec})
-
-
 # -------------------------------------------------------------------- montecarlo tier --
 def _formula(params, g: np.ndarray, S: int, T: int, beta0: float) -> np.ndarray:
     """``sign * scale(beta0, S, T) * J(S(A1_i)) g_i`` for every row, ``J(v) = diag(v) - v v^T``,
