@@ -64,12 +64,13 @@ def load_results(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / "results.json"
     if not path.exists():
         partial = sorted((Path(run_dir) / "results").glob("*.json")) if (Path(run_dir) / "results").exists() else []
-        plugins = ""
+        from .runner import RunError, read_run_json
+
         try:  # the plugins the run loaded must be loaded again to resume it
-            cfg = json.loads((Path(run_dir) / "run.json").read_text()).get("config", {})
-            plugins = "".join(f" --plugin {p}" for p in cfg.get("plugins", {}))
-        except (OSError, ValueError, AttributeError):
-            pass
+            run_doc = read_run_json(run_dir) or {}
+        except RunError:
+            run_doc = {}
+        plugins = "".join(f" --plugin {p}" for p in run_doc.get("config", {}).get("plugins", {}))
         hint = (f" ({len(partial)} claims finished; resume with icl-verify run --resume --out {run_dir}{plugins})"
                 if partial else "")
         raise FileNotFoundError(f"{run_dir} has no results.json: the run did not finish{hint}")
