@@ -325,6 +325,10 @@ _FINDINGS_INTRO = ("Each verdict above is decided by one reading: the paper's ow
                    "FAILs is not a FAIL of the paper.")
 
 
+_CONTROLS_INTRO = ("Negative controls: models built on a wrong mechanism, put through this tier's own deciding "
+                   "check. Each must FAIL; a control that does not makes the tier INCONCLUSIVE.")
+
+
 def _md_findings(doc: dict) -> list[str]:
     findings = doc.get("findings") or all_findings(doc["claims"])
     if not findings:
@@ -383,6 +387,12 @@ def _md_claim(d: dict) -> list[str]:
                     out.append(f"  - {_md(_finding_numbers(f))}")
                 if f.get("counterexample"):
                     out.append(f"  - counterexample: `{_md(_clip(json.dumps(f['counterexample']), 600))}`")
+            out.append("")
+        if t.get("controls"):
+            out += [_CONTROLS_INTRO, "", "| control | wrong mechanism | verdict | deciding number |", "|---|---|---|---|"]
+            for c in t["controls"]:
+                out.append("| " + " | ".join(_md_escape_cell(x) for x in (c["name"], c["mechanism"], c["verdict"],
+                                                                             c["deciding"])) + " |")
             out.append("")
         if t["numbers"]:
             out.append("| " + " | ".join(_NUM_HEAD) + " |")
@@ -570,6 +580,13 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
                 items.append(f"<li><i>{_e(f['kind'])}</i>: {_e(f['reading'])} {_badge(f['verdict'])} {_e(f['detail'])}"
                              + (f"<br/><small>{_e(extra)}</small>" if extra else "") + cex + "</li>")
             out.append("<p>Findings (other readings; they do not decide the verdict):</p><ul>" + "".join(items) + "</ul>")
+        if t.get("controls"):
+            out.append(f"<p>{_e(_CONTROLS_INTRO)}</p><table><tr><th>control</th><th>wrong mechanism</th><th>verdict</th>"
+                       "<th>deciding number</th></tr>")
+            for c in t["controls"]:
+                out.append(f"<tr><td>{_e(c['name'])}</td><td>{_e(c['mechanism'])}</td><td>{_badge(c['verdict'])}</td>"
+                           f"<td>{_e(c['deciding'])}</td></tr>")
+            out.append("</table>")
         if t["numbers"]:
             out.append("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in _NUM_HEAD) + "</tr>")
             for row in _number_rows(t["numbers"]):

@@ -148,7 +148,7 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
 
 def _checked(res, claim: Claim, tier: str):
     """A check's return value, refused unless it is a TierResult with a known verdict."""
-    from .verdict import Outcome, TierResult
+    from .verdict import Control, Outcome, TierResult, guard_with_controls
 
     if not isinstance(res, TierResult):
         raise TypeError(f"the {tier} check of {claim.id} returned {type(res).__name__}, not a sim.verdict.TierResult")
@@ -156,7 +156,9 @@ def _checked(res, claim: Claim, tier: str):
         res.verdict, res.conclusion = Verdict(res.verdict), Outcome(res.conclusion)
     except ValueError as exc:
         raise TypeError(f"the {tier} check of {claim.id} returned an unknown verdict or conclusion: {exc}") from None
-    return res
+    if not all(isinstance(c, Control) for c in res.controls):
+        raise TypeError(f"the {tier} check of {claim.id} returned controls that are not sim.verdict.Control")
+    return guard_with_controls(res)
 
 
 def read_run_json(out_dir: Path) -> dict | None:

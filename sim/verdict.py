@@ -31,6 +31,7 @@ __all__ = [
     "Assumption",
     "FindingKind",
     "Finding",
+    "Control",
     "TierResult",
     "ClaimResult",
     "Z_DEFAULT",
@@ -38,6 +39,7 @@ __all__ = [
     "tier_verdict",
     "combine_verdicts",
     "headline",
+    "guard_with_controls",
     "to_jsonable",
 ]
 
@@ -167,6 +169,31 @@ class Finding:
             raise ValueError("a Finding needs the reading and the detail that settles it")
 
 
+@dataclass(frozen=True)
+class Control:
+    """A negative control: a model built on a wrong mechanism, put through the claim's own
+    deciding check. It must FAIL.
+
+    ``name`` says what the model is ("prompt unigram: A1 = true adjacency, A2 = 0"),
+    ``mechanism`` why it is wrong, ``verdict`` the deciding check's verdict on it, and
+    ``deciding`` the one line with the number that decided it. A control that does not FAIL
+    means the check cannot tell the paper's mechanism from a wrong one: the tier is then
+    INCONCLUSIVE, never PASS (:func:`guard_with_controls`).
+    """
+
+    name: str
+    mechanism: str
+    verdict: Verdict
+    deciding: str
+    numbers: tuple[Number, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
+        object.__setattr__(self, "numbers", tuple(self.numbers))
+        if not self.name or not self.mechanism or not self.deciding:
+            raise ValueError("a Control needs its name, its wrong mechanism and the deciding number")
+
+
 @dataclass
 class TierResult:
     """The evidence one tier produced for one claim."""
@@ -186,6 +213,8 @@ class TierResult:
     readings: list[dict[str, Any]] = field(default_factory=list)
     # Other readings (literal, stricter, another setting, the reference code): never deciding.
     findings: list[Finding] = field(default_factory=list)
+    # Negative controls: wrong mechanisms through the same deciding check; each must FAIL.
+    controls: list[Control] = field(default_factory=list)
     elapsed_s: float = 0.0
     error: str | None = None
 
@@ -219,6 +248,24 @@ def headline(verdict: Verdict, findings: Iterable[Finding]) -> str:
         return str(verdict)
     word = "finding" if len(notes) == 1 else "findings"
     return f"{verdict} ({word}: {'; '.join(notes)})"
+
+
+def guard_with_controls(result: TierResult) -> TierResult:
+    """A PASS stands only if every negative control FAILed the same check.
+
+    A control that PASSes (or is undecided, or crashed) shows the check would also pass a
+    wrong mechanism: the tier becomes INCONCLUSIVE, and its summary and budget say which
+    control did not fail. Other verdicts are left as they are."""
+    standing = [c for c in result.controls if c.verdict is not Verdict.FAIL]
+    if result.verdict is not Verdict.PASS or not standing:
+        return result
+    names = "; ".join(f"{c.name} -> {c.verdict} ({c.deciding})" for c in standing)
+    result.verdict = Verdict.INCONCLUSIVE
+    result.conclusion = Outcome.UNDECIDED
+    result.summary = (f"the check cannot tell this mechanism from a wrong one: {names}. "
+                      f"Before the controls: PASS ({result.summary})")
+    result.budget = "; ".join(x for x in (result.budget, "a criterion (or a budget) under which every control FAILs") if x)
+    return result
 
 
 def compare(value: float, threshold: float, *, stderr: float = 0.0, z: float = Z_DEFAULT,
