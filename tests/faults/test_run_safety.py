@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -53,6 +54,67 @@ def test_out_that_is_a_file_is_an_input_error(tmp_path, plugin, capsys, where):
     code, cap = _run(["--plugin", plugin(ONE_OK), "--claims", "U.OK", "--out", tmp_path / where], capsys)
     assert code == EXIT_USAGE and "Traceback" not in cap.err
     assert (tmp_path / "file").read_text() == "precious"
+
+
+def test_a_read_only_out_is_an_input_error_and_nothing_is_written(tmp_path, plugin, capsys, monkeypatch):
+    # CI runs as root, for whom chmod 0555 does not stop a write: refuse the write the way a read-only folder does
+    import pathlib
+
+    def read_only(self, *a, **k):
+        raise PermissionError(13, "Permission denied", str(self))
+    monkeypatch.setattr(pathlib.Path, "touch", read_only)
+    (tmp_path / "ro").mkdir()
+    code, cap = _run(["--plugin", plugin(ONE_OK), "--claims", "U.OK", "--out", tmp_path / "ro"], capsys)
+    assert code == EXIT_USAGE and "Traceback" not in cap.err
+    assert "cannot write to --out" in cap.err and "Permission denied" in cap.err
+    assert list((tmp_path / "ro").iterdir()) == []
+
+
+def test_two_real_runs_in_one_folder_at_once_one_is_refused(tmp_path):
+    """Two icl-verify processes on the same --out: the second is refused with exit 2 while the
+    first holds the folder, and the first's results are whole."""
+    slow = tmp_path / "slow.py"
+    release = tmp_path / "release"  # the first run's check waits for it: no race with the second's start-up
+    slow.write_text(PLUGIN_HEADER_SLOW.replace("RELEASE", str(release)))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "sim", "run", "--plugin", str(slow), "--claims", "U.SLOW", "--out", str(out),
+           "--no-progress"]
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lock = out / ".icl-verify.lock"
+        for _ in range(1200):  # the first run holds the folder once its lock exists
+            if lock.exists() or first.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert lock.exists(), first.stderr.read() if first.poll() is not None else "no lock after 60 s"
+        second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert second.returncode == EXIT_USAGE, second.stderr
+        assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
+    finally:
+        release.touch()
+        rc = first.wait(timeout=120)
+    assert rc == EXIT_OK
+    doc = strict_json(out / "results.json")
+    assert [c["id"] for c in doc["claims"]] == ["U.SLOW"] and doc["claims"][0]["verdict"] == "PASS"
+    assert not lock.exists()
+
+
+PLUGIN_HEADER_SLOW = """
+import os
+import time
+from sim.claims.base import Claim, Source
+from sim.verdict import Outcome, TierResult, Verdict
+
+def _slow(ctx):
+    for _ in range(1200):
+        if os.path.exists("RELEASE"):
+            break
+        time.sleep(0.1)
+    return TierResult("exact", Verdict.PASS, Outcome.HELD, "held after a while")
+
+CLAIMS = [Claim(id="U.SLOW", title="slow", source=Source("U", "Lemma 1"), statement="s", assumptions=(),
+                checks={"exact": _slow}, settings={"quick": {"tiers": ("exact",)}})]
+"""
 
 
 def test_a_second_run_in_the_same_folder_is_refused_while_the_first_holds_it(tmp_path):
