@@ -29,6 +29,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from math import gcd
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -234,10 +235,16 @@ MAX_GRAPH_T = 100_000
 
 def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
     """A graph for N's items 4 and 5: ``chain[:T]``, ``icf[:T]`` (in-context function),
-    ``star[:T]``, ``roots[:T]`` (no edges), or a parent list such as ``[-1, 0, 1, -1]``.
+    ``star[:T]``, ``roots[:T]`` (no edges), a parent list such as ``[-1, 0, 1, -1]``, or a
+    graph file (:func:`sim.graphs.read_graph`: GraphML, JSON or an edge list).
 
-    Positions are 0-based; the last position is N's query, always a root.
+    Positions are 0-based; the last position is N's query, always a root. The families are
+    :func:`theory.graphs.n_parents`.
     """
+    from theory.graphs import n_parents, to_parents
+
+    from .graphs import GraphFileError, read_graph
+
     text = str(text).strip()
     if text.startswith("["):
         try:
@@ -247,6 +254,14 @@ def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
         if isinstance(parents, list) and len(parents) > MAX_GRAPH_T:
             raise PriorError(f"graph of {len(parents)} positions is more than {MAX_GRAPH_T}")
         name = "custom"
+    elif _looks_like_a_file(text):
+        try:
+            g = read_graph(text, max_parents=1)
+        except GraphFileError as exc:
+            raise PriorError(f"--graph {exc}") from None
+        if g.number_of_nodes() > MAX_GRAPH_T:
+            raise PriorError(f"graph file {text}: {g.number_of_nodes()} positions is more than {MAX_GRAPH_T}")
+        parents, name = to_parents(g).tolist(), Path(text).name
     else:
         kind, _, t = text.partition(":")
         kind = kind.strip().lower()
@@ -258,17 +273,10 @@ def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
             raise PriorError(f"graph {text!r}: T must be at least 2 (one position and the query)")
         if T > MAX_GRAPH_T:
             raise PriorError(f"graph {text!r}: T = {T} positions is more than {MAX_GRAPH_T}; N's tasks use T = 20")
-        if kind == "chain":
-            parents = [-1] + list(range(T - 2)) + [-1]
-        elif kind in ("icf", "function"):
-            parents = [-1 if i % 2 == 0 else i - 1 for i in range(T - 1)] + [-1]
-        elif kind == "star":
-            parents = [-1] + [0] * (T - 2) + [-1]
-        elif kind in ("roots", "empty"):
-            parents = [-1] * T
-        else:
-            raise PriorError(f"unknown graph {kind!r}; expected chain[:T], icf[:T], star[:T], roots[:T] or a parent "
-                             "list such as [-1, 0, 1, -1]")
+        if kind not in ("chain", "icf", "function", "star", "roots", "empty"):
+            raise PriorError(f"unknown graph {kind!r}; expected chain[:T], icf[:T], star[:T], roots[:T], a parent "
+                             "list such as [-1, 0, 1, -1], or a graph file (.graphml, .json, an edge list)")
+        parents = n_parents(kind, T).tolist()
         name = kind
     try:
         tree = CausalTree(parents)
@@ -290,6 +298,12 @@ def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
     max_leaves = int(leaves.max())
     return GraphInfo(name=f"{name} (T={T})", parents=[int(p) for p in par], T=T, n_roots=n_roots,
                      root_fraction=n_roots / T, max_leaves=max_leaves, T_eff=T / max_leaves)
+
+
+def _looks_like_a_file(text: str) -> bool:
+    """A --graph value names a file when it exists or has a graph file's suffix (so a typo says 'cannot read')."""
+    return Path(text).suffix.lower() in (".graphml", ".json", ".txt", ".edgelist", ".edges", ".csv", ".tsv") \
+        or Path(text).is_file()
 
 
 # --------------------------------------------------------------------- per-draw statistics --

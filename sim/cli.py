@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_show = sub.add_parser("show", help="print the summary of a finished run")
     p_show.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder (holding results.json)")
 
+    from .graphs import GRAPH_FILE_FORMATS
     from .priors import spec_help
 
     p_prior = sub.add_parser(
@@ -119,8 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_prior.add_argument("--draws", type=_positive_int, default=None, metavar="N",
                          help="draws per d for the assumption audit (default 2000 quick, 10000 standard, 50000 paper)")
     p_prior.add_argument("--graph", action="append", default=None, metavar="GRAPH",
-                         help="graph for N's root-fraction and T_eff items: chain[:T], icf[:T], star[:T], roots[:T] or "
-                              "a parent list such as '[-1,0,1,-1]' (repeatable; default chain:20 and icf:20)")
+                         help="graph for N's root-fraction and T_eff items: chain[:T], icf[:T], star[:T], roots[:T], "
+                              "a parent list such as '[-1,0,1,-1]', or " + GRAPH_FILE_FORMATS +
+                              "; positions 0..T-1, edges parent -> child with parent < child, the last position "
+                              "(the query) a root (repeatable; default chain:20 and icf:20)")
     _add_run_options(p_prior)
     _add_sweep_parser(sub)
     return parser

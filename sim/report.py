@@ -62,6 +62,9 @@ def load_results(run_dir: Path) -> dict[str, Any]:
     """A finished run's results.json; ``FileNotFoundError`` (unfinished run, with the resume
     command) or ``ValueError`` (not a results.json this tool wrote) otherwise."""
     path = Path(run_dir) / "results.json"
+    if not Path(run_dir).is_dir():
+        raise FileNotFoundError(f"{run_dir} is not a folder (run folders are made by icl-verify run --out DIR; "
+                                f"the default is reports/<run-id>)")
     if not path.exists():
         partial = sorted((Path(run_dir) / "results").glob("*.json")) if (Path(run_dir) / "results").exists() else []
         from .runner import RunError, read_run_json

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from theory import CausalTree, TheoryError, stationary, validate_stochastic
+from theory.graphs import random_recursive_parents  # W's trees: the law lives with the graph families
 
 __all__ = [
     "random_recursive_parents",
@@ -34,20 +35,6 @@ __all__ = [
 
 
 # -------------------------------------------------------------------------------- numpy ---
-def random_recursive_parents(rng_tree: np.random.Generator, H: int, size: int | None = None) -> np.ndarray:
-    """W's random recursive trees: ``parents[0] = -1``, ``parents[h] ~ Unif{0..h-1}``.
-
-    Returns shape ``(H,)`` (``size=None``) or ``(size, H)``.
-    """
-    if H < 1:
-        raise TheoryError(f"H must be >= 1, got {H}")
-    shape = (1 if size is None else size, H)
-    h = np.arange(H)
-    par = np.floor(rng_tree.random(shape) * h).astype(np.int64)  # (B, H), uniform on 0..h-1
-    par[:, 0] = -1
-    return par[0] if size is None else par
-
-
 def categorical(u: np.ndarray, probs: np.ndarray) -> np.ndarray:
     """Inverse-CDF draws: ``u`` uniforms of shape ``S``, ``probs`` of shape ``S + (d,)``."""
     cdf = np.cumsum(probs, axis=-1)

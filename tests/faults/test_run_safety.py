@@ -236,6 +236,12 @@ def test_show_of_a_bad_results_file_is_an_input_error(tmp_path, capsys, content)
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_show_of_a_missing_folder_says_so(tmp_path, capsys):
+    assert main(["show", str(tmp_path / "nowhere")]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "is not a folder" in err and "did not finish" not in err and "Traceback" not in err
+
+
 def test_a_plugin_that_raises_at_import_is_an_input_error(plugin, capsys):
     code, cap = _run(["--plugin", plugin("raise RuntimeError('broken plugin')"), "--claims", "*"], capsys)
     assert code == EXIT_USAGE and "broken plugin" in cap.err and "Traceback" not in cap.err

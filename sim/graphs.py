@@ -1,0 +1,206 @@
+"""Causal graphs as users meet them: read from files, and drawn in the reports.
+
+The families and their laws live in :mod:`theory.graphs`; this module adds the two things
+``theory`` may not do (I/O and figures).
+
+Files (:func:`read_graph`), chosen by suffix:
+
+- ``.graphml`` -- GraphML as ``networkx.write_graphml`` writes it; node ids are positions.
+- ``.json`` -- a parent list ``[-1, 0, 1, -1]``; ``{"parents": [...]}``; networkx's
+  node-link (``{"nodes": [...], "edges": [...]}``) or adjacency (``{"adjacency": [...]}``) JSON;
+  or ``{"<child>": [<parents>], ...}``.
+- anything else -- an edge list: one ``parent child`` pair of positions per line (spaces,
+  tabs or a comma between them), ``#`` starts a comment, a line with one position adds a
+  node without edges.
+
+Every graph is checked by :func:`theory.graphs.validate`: nodes ``0..n-1``, no cycle, every
+edge pointing backwards. A malformed file is a :class:`GraphFileError` naming the file and the
+line, node, edge or cycle.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+from theory.errors import TheoryError
+from theory.graphs import validate
+
+__all__ = ["GraphFileError", "GRAPH_FILE_FORMATS", "read_graph", "draw_graph", "graph_layout"]
+
+#: What ``--graph FILE`` accepts, for ``--help`` and the README.
+GRAPH_FILE_FORMATS = ("a graph file: .graphml (networkx GraphML), .json (a parent list, networkx node-link or "
+                      "adjacency JSON, or {child: [parents]}) or an edge list (one 'parent child' pair of positions "
+                      "per line, # comments)")
+
+#: More nodes than this in a file is refused before networkx builds it.
+MAX_FILE_NODES = 100_000
+
+
+class GraphFileError(ValueError):
+    """A graph file that cannot be read as a causal graph; the message names the file and the place."""
+
+
+def read_graph(path: str | Path, *, max_parents: int | None = None) -> nx.DiGraph:
+    """The causal graph in ``path`` (format by suffix, see the module docstring), validated."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GraphFileError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    suffix = path.suffix.lower()
+    if suffix == ".graphml":
+        g = _graphml(path, text)
+    elif suffix == ".json":
+        g = _json_graph(path, text)
+    else:
+        g = _edge_list(path, text)
+    if g.number_of_nodes() > MAX_FILE_NODES:
+        raise GraphFileError(f"{path}: {g.number_of_nodes()} nodes is more than {MAX_FILE_NODES}")
+    try:
+        validate(g, max_parents=max_parents)
+    except TheoryError as exc:
+        raise GraphFileError(f"{path}: {exc}") from None
+    for v in g.nodes:
+        g.nodes[v]["root"] = g.in_degree(v) == 0
+    g.graph.setdefault("name", path.name)
+    g.graph.setdefault("query", None)
+    return g
+
+
+def _graphml(path: Path, text: str) -> nx.DiGraph:
+    import xml.etree.ElementTree as ET
+
+    try:
+        ET.fromstring(text)
+    except ET.ParseError as exc:  # networkx's own message loses the place
+        line, col = exc.position
+        raise GraphFileError(f"{path}: line {line}, column {col}: not well-formed XML ({exc.msg})") from None
+    try:
+        g = nx.read_graphml(path, node_type=int)
+    except (ValueError, KeyError, nx.NetworkXError) as exc:
+        raise GraphFileError(f"{path}: not a GraphML graph with integer node ids ({exc})") from None
+    if not g.is_directed():
+        raise GraphFileError(f"{path}: the graph is undirected; a causal graph needs edgedefault=\"directed\"")
+    return nx.DiGraph(g)
+
+
+def _json_graph(path: Path, text: str) -> nx.DiGraph:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GraphFileError(f"{path}: line {exc.lineno}, column {exc.colno}: not JSON ({exc.msg})") from None
+    if isinstance(doc, dict) and "parents" in doc:
+        doc = doc["parents"]
+    if isinstance(doc, list):
+        return _from_parent_list(path, doc)
+    if not isinstance(doc, dict):
+        raise GraphFileError(f"{path}: expected a parent list or an object, got {type(doc).__name__}")
+    try:
+        if "adjacency" in doc:
+            return nx.DiGraph(nx.adjacency_graph(doc, directed=True))
+        if "nodes" in doc:
+            edges = "links" if "links" in doc else "edges"
+            return nx.DiGraph(nx.node_link_graph(doc, directed=True, edges=edges))
+    except (KeyError, TypeError, nx.NetworkXError) as exc:
+        raise GraphFileError(f"{path}: not networkx node-link or adjacency JSON (missing or bad {exc})") from None
+    g = nx.DiGraph()
+    for child, parents in doc.items():
+        v = _position(path, child, f"key {child!r}")
+        g.add_node(v)
+        if not isinstance(parents, list):
+            raise GraphFileError(f"{path}: node {child}: expected a list of parents, got {parents!r}")
+        g.add_edges_from((_position(path, p, f"node {child}'s parent {p!r}"), v) for p in parents)
+    return g
+
+
+def _from_parent_list(path: Path, parents: list) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(parents)))
+    for i, p in enumerate(parents):
+        p = _position(path, p, f"parents[{i}] = {p!r}", allow_root=True)
+        if p >= len(parents):
+            raise GraphFileError(f"{path}: parents[{i}] = {p} is not a position of this {len(parents)}-node graph")
+        if p >= 0:
+            g.add_edge(p, i)
+    return g
+
+
+def _edge_list(path: Path, text: str) -> nx.DiGraph:
+    g = nx.DiGraph()
+    for n, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].replace(",", " ").split()
+        if not line:
+            continue
+        if len(line) > 2:
+            raise GraphFileError(f"{path}: line {n}: {raw.strip()!r} is not 'parent child' (two positions)")
+        where = f"line {n}: {raw.strip()!r}"
+        nodes = [_position(path, tok, where) for tok in line]
+        g.add_node(nodes[-1])
+        if len(nodes) == 2:
+            g.add_edge(nodes[0], nodes[1])
+    if g.number_of_nodes() == 0:
+        raise GraphFileError(f"{path}: no edges or nodes (an edge list has one 'parent child' pair per line)")
+    return g
+
+
+def _position(path: Path, value, where: str, *, allow_root: bool = False) -> int:
+    try:
+        v = int(value) if not isinstance(value, (bool, float)) else None
+    except (TypeError, ValueError):
+        v = None
+    if v is None or v < (-1 if allow_root else 0):
+        raise GraphFileError(f"{path}: {where}: a position must be an integer "
+                             f"{'>= -1 (-1 for a root)' if allow_root else '>= 0'}")
+    return v
+
+
+# ---------------------------------------------------------------------------- figures --
+def graph_layout(g) -> dict[int, tuple[float, float]]:
+    """Hierarchical layout: x is the position, y minus the depth (longest path from a root)."""
+    depth = {}
+    for v in nx.topological_sort(g):
+        depth[v] = max((depth[p] + 1 for p in g.predecessors(v)), default=0)
+    return {v: (float(v), -float(depth[v])) for v in g.nodes}
+
+
+def draw_graph(ax, g, *, title: str | None = None, highlight: dict[int, str] | None = None) -> None:
+    """Draw the causal graph ``g`` on ``ax``: positions left to right, depth downwards.
+
+    Roots are squares, other nodes circles; the query (``g.graph["query"]``) is a red star.
+    ``highlight`` maps nodes to a colour (e.g. the positions a counterexample is about).
+    Edges point parent -> child; long edges are drawn as arcs so that they do not hide nodes.
+    """
+    pos = graph_layout(g)
+    query = g.graph.get("query")
+    highlight = highlight or {}
+    for p, c in g.edges:
+        (x0, y0), (x1, y1) = pos[p], pos[c]
+        rad = 0.0 if c - p <= 1 or y0 != y1 else -0.3
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                    arrowprops=dict(arrowstyle="-|>", color="0.35", lw=0.9, shrinkA=6, shrinkB=6,
+                                    connectionstyle=f"arc3,rad={rad}"))
+    for v in g.nodes:
+        x, y = pos[v]
+        is_root = g.in_degree(v) == 0
+        marker = "*" if v == query else ("s" if is_root else "o")
+        color = highlight.get(v, "tab:red" if v == query else ("0.85" if is_root else "tab:blue"))
+        ax.scatter([x], [y], marker=marker, s=160 if v == query else 90, c=color, edgecolors="k", linewidths=0.6,
+                   zorder=3)
+        if g.number_of_nodes() <= 40:
+            ax.annotate(str(v), (x, y), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=6)
+    ax.set_xlabel("position")
+    ax.set_yticks(sorted({y for _, y in pos.values()}))
+    ax.set_yticklabels([str(int(-y)) for y in sorted({y for _, y in pos.values()})])
+    ax.set_ylabel("depth")
+    ax.margins(0.08, 0.25)
+    ax.set_title(title or g.graph.get("name") or "causal graph", fontsize=8)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker="s", ls="", mfc="0.85", mec="k", label="root"),
+               Line2D([], [], marker="o", ls="", mfc="tab:blue", mec="k", label="child")]
+    if query is not None:
+        handles.append(Line2D([], [], marker="*", ls="", mfc="tab:red", mec="k", ms=10, label="query"))
+    ax.legend(handles=handles, fontsize=6, loc="lower right")
