@@ -37,6 +37,9 @@ from typing import Callable
 import numpy as np
 import torch
 
+from theory.graphs import from_parent_sets, from_parents, k_parent_sets
+
+from ...graphs import draw_graph
 from ...models import (
     DisentangledTransformer,
     StandardTransformer,
@@ -53,7 +56,7 @@ from ...models import (
 from ...models.nichani import _limit_average, _prefix_means
 from ...montecarlo import Estimate, mean_estimate, proportion_estimate
 from ...sampling import dirichlet_rows, sample_n_prompts
-from ...verdict import Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
+from ...verdict import Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
 from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from .task import N_ALPHA, N_S, n_graph
 
@@ -462,7 +465,55 @@ def _worst(outcomes) -> Outcome:
     return Outcome.HELD
 
 
-def _rate_in_T(ctx: Context, draw, estimator, limit, build, c: float, k: int, task: str) -> tuple[TierResult, list]:
+RATE_LABELS = {"e": "the limit's error e(T) falls", "rho": "e(T) / eps(T) falls (so e -> 0 with eps)",
+               "eps": "the estimator's own error eps(T) falls (the reference goes to 0)"}
+
+
+def _rate_criteria(data: list[dict], z: float) -> tuple[dict, list[Number]]:
+    """Criteria 1-3 of :func:`_rate_in_T` on per-``T`` estimates ``e``, ``rho = e/eps`` and ``eps``: on
+    every consecutive pair of ``T`` the log-log slope is below 0 by ``z`` standard errors
+    (:func:`_segment`). Returns ``{key: [(outcome, slope text, T_a, T_b)]}`` and the slopes."""
+    crit, numbers = {key: [] for key in RATE_LABELS}, []
+    for a, b in zip(data, data[1:]):
+        for key in crit:
+            out, num, txt = _segment(key if key != "rho" else "e/eps", a["T"], b["T"], a[key], b[key], z)
+            crit[key].append((out, txt, a["T"], b["T"]))
+            numbers.append(num)
+    return crit, numbers
+
+
+def _rate_controls(data: list[dict], controls, z: float) -> list[Control]:
+    """Wrong mechanisms through the rate criteria (:func:`_rate_criteria`), on the tier's own draws:
+    ``controls`` lists ``(name, mechanism, output(x, graph, S))``; the control's output replaces the
+    construction's limit in ``e(T) = mean TV(output, estimator)``. Each must FAIL (its error does not
+    go to 0 with the estimator's own)."""
+    out = []
+    for name, mechanism, fn in controls:
+        cdata = []
+        for d in data:
+            m = max(2, len(d["xd"]) // 4)  # a quarter of the draws: the controls' slopes sit far from 0
+            tv = _tv(_chunked(fn, d["xd"][:m], d["graph"], d["S"]), d["ed"][:m])
+            tv_est = d["tv_est"][:m]
+            cdata.append({"T": d["T"], "e": mean_estimate(tv, d["seed"]), "eps": mean_estimate(tv_est, d["seed"]),
+                          "rho": _ratio_estimate(tv, tv_est, d["seed"])})
+        crit, _ = _rate_criteria(cdata, z)
+        outcome = _worst(_worst(o for o, *_ in segs) for segs in crit.values())
+        segs = [s for s in crit["rho"] if s[0] is not Outcome.HELD] or crit["rho"]
+        deciding = ("e(T) = " + ", ".join(f"{d['e'].value:.3g} (T={d['T']})" for d in cdata) + "; e/eps slope "
+                    + "; ".join(f"T={a}->{b}: {t}" for _, t, a, b in segs) + " (must be < 0)")
+        out.append(Control(name, mechanism, tier_verdict([], outcome), deciding,
+                           numbers=tuple(d["e"].number(f"e(T={d['T']}) of the control") for d in cdata)))
+    return out
+
+
+def prompt_unigram(x: np.ndarray, graph, S: int) -> np.ndarray:
+    """Control: a uniform second layer in place of the construction's, i.e. the prompt's unigram
+    ``(1/T) sum_j e_{s_j}`` whatever the query."""
+    return np.eye(S)[x].mean(axis=1)
+
+
+def _rate_in_T(ctx: Context, draw, estimator, limit, build, c: float, k: int, task: str,
+              task_graph=None) -> tuple[TierResult, list]:
     """The primary reading's rate part: the exact ``beta -> inf`` limit's error to the estimator goes
     to 0 as ``T`` grows, on ``task``.
 
@@ -504,26 +555,20 @@ def _rate_in_T(ctx: Context, draw, estimator, limit, build, c: float, k: int, ta
         e, eps = mean_estimate(tv, seed), mean_estimate(tv_est, seed)
         rho = _ratio_estimate(tv, tv_est, seed)
         data.append({"T": T, "n": n, "seed": seed, "S": S, "graph": graph, "x": x, "defined": defined,
-                     "xd": xd, "ed": ed, "lim": lim, "tv": tv, "e": e, "eps": eps, "rho": rho})
+                     "xd": xd, "ed": ed, "lim": lim, "tv": tv, "tv_est": tv_est, "e": e, "eps": eps, "rho": rho})
         note = f"{task}, T={T}; {len(xd)} of {n} prompts defined"
         numbers += [e.number(f"e(T={T}): mean TV(limit, estimator) over defined prompts", note=note),
                     eps.number(f"eps(T={T}): the estimator's own error, mean TV(estimator, true row)", note=note),
                     rho.number(f"e/eps at T={T}", note="ratio of means, paired delta-method error")]
-    crit = {"e": [], "rho": [], "eps": []}
-    label = {"e": "the limit's error e(T) falls", "rho": "e(T) / eps(T) falls (so e -> 0 with eps)",
-             "eps": "the estimator's own error eps(T) falls (the reference goes to 0)"}
-    for a, b in zip(data, data[1:]):
-        for key in crit:
-            out, num, txt = _segment(key if key != "rho" else "e/eps", a["T"], b["T"], a[key], b[key], z)
-            crit[key].append((out, txt, a["T"], b["T"]))
-            numbers.append(num)
+    crit, nums = _rate_criteria(data, z)
+    numbers += nums
     p, p_se = _power_fit(Ts, [d["e"] for d in data])
     numbers.append(Number("rate: e(T) ~ T^p, weighted least-squares p", p, p_se, n=len(Ts), kind="montecarlo",
                           note="over all T; its error from the weights only (the decision uses the segments)"))
     readings = []
     for key, segs in crit.items():
         out = _worst(o for o, *_ in segs)
-        readings.append({"name": label[key], "verdict": tier_verdict([], out).value,
+        readings.append({"name": RATE_LABELS[key], "verdict": tier_verdict([], out).value,
                          "detail": "; ".join(f"T={a}->{b}: slope {t} ({o.value})" for o, t, a, b in segs)})
     # the limit is the construction's output at these sizes: float64 torch model at beta = 40 T^2
     model_out, model_detail = [], []
@@ -560,13 +605,18 @@ def _rate_in_T(ctx: Context, draw, estimator, limit, build, c: float, k: int, ta
     res = TierResult("montecarlo", tier_verdict([], outcome), outcome, summary, numbers=numbers, counterexample=cex,
                      readings=readings, budget="larger n_task (smaller standard errors) or a wider T range"
                      if outcome is Outcome.UNDECIDED else "")
-    res.figures.append(_rate_figure(ctx, data, task))
+    res.figures.append(_rate_figure(ctx, data, task, task_graph))
     return res, data
 
 
-def _rate_figure(ctx, data, task: str) -> str:
+def _rate_figure(ctx, data, task: str, graph=None) -> str:
+    """e(T) and eps(T) on log-log axes, with the task's causal graph drawn beside them."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.2, 4))
+    if graph is None:
+        fig, ax = plt.subplots(figsize=(5.2, 4))
+    else:
+        fig, (ax, gax) = plt.subplots(1, 2, figsize=(10.4, 4), gridspec_kw={"width_ratios": [1, 1.2]})
+        draw_graph(gax, graph)
     Ts = [d["T"] for d in data]
     for key, label, color in (("e", "e(T): TV(limit, estimator)", "C3"),
                               ("eps", "eps(T): TV(estimator, true row)", "C0")):
@@ -639,12 +689,30 @@ def _k8_draw(rng, T, n):
     return x, par, pis[np.arange(n), x[:, -1]]  # true rows pi(. | s_T)
 
 
+def _grandparents(par: np.ndarray) -> np.ndarray:
+    """The graph with each parent replaced by its own parent (a root where there is none)."""
+    par = np.asarray(par)
+    out = np.full_like(par, -1)
+    nonroot = par >= 0
+    out[nonroot] = par[par[nonroot]]
+    return out
+
+
 K8_TASK = f"N's chain task (S={N_S}, Dirichlet({N_ALPHA:g}) rows, roots ~ mu_pi, query ~ Unif)"
 
 
 def _k8_montecarlo(ctx: Context) -> TierResult:
     p = ctx.params
-    res, data = _rate_in_T(ctx, _k8_draw, p["estimator"], p["limit"], p["construction"], 1.0, 1, K8_TASK)
+    T_draw = min(int(T) for T in ctx.settings["task_T"])
+    res, data = _rate_in_T(ctx, _k8_draw, p["estimator"], p["limit"], p["construction"], 1.0, 1, K8_TASK,
+                           task_graph=from_parents(n_graph("chain", T_draw), name=f"N's chain (T={T_draw})",
+                                              query=T_draw - 1))
+    res.controls += [] if not ctx.settings.get("controls", True) else _rate_controls(data, (
+        ("Knowl 8's construction wired to the wrong parent (layer 1 copies p(i) - 1: the grandparent)",
+         "estimates the two-step law pi^2(.|s_T), not pi(.|s_T)",
+         lambda x, par, S: nichani_construction_limit(x, _grandparents(par), S)),
+        ("uniform second-layer attention (the prompt's unigram)", "ignores which keys follow s_T",
+         prompt_unigram)), ctx.z)
     res.findings.append(_k8_literal_finding(ctx, data[0]))
     # the order of the limits: on the exact tier's instances (listed here, after the literal finding)
     res.findings.append(_beta_order_finding(ctx, _k8_instances(ctx), p["construction"], p["limit"], 1.0, 1))
@@ -745,25 +813,10 @@ N_K8 = Claim(
 )
 # ================================================================================ N.K9 ==
 def multiparent_graph(name: str, T: int, k: int = 2, rng: np.random.Generator | None = None) -> list[tuple[int, ...]]:
-    """Parent sets of length ``T + 1`` (node ``T`` is the target): ``ngram`` (``p(i) = (i-k..i-1)``),
-    ``notebook`` (N's ``multi_parent.ipynb``: ``p(i) = ((i-1)//2, i-1)``, k = 2) or ``random``
-    (a sorted ``k``-subset of ``0..i-1``, as N's notebook's commented-out code); the first ``k``
-    nodes are roots."""
-    sets: list[tuple[int, ...]] = []
-    for i in range(T + 1):
-        if i < k:
-            sets.append(())
-        elif name == "ngram":
-            sets.append(tuple(range(i - k, i)))
-        elif name == "notebook":
-            if k != 2:
-                raise ValueError("N's notebook graph has k = 2 parents")
-            sets.append(((i - 1) // 2, i - 1))
-        elif name == "random":
-            sets.append(tuple(sorted(int(v) for v in rng.choice(i, size=k, replace=False))))
-        else:
-            raise ValueError(f"unknown multi-parent graph {name!r}")
-    return sets
+    """Parent sets of length ``T + 1`` (node ``T`` is the target): ``ngram``, ``notebook`` (N's
+    ``multi_parent.ipynb``, k = 2) or ``random`` (a sorted ``k``-subset, as N's notebook's
+    commented-out code); the laws are :func:`theory.graphs.k_parent_sets`'s."""
+    return k_parent_sets(name, T, k, rng)
 
 
 def _dirichlet_tensor(rng, alpha: float, shape: tuple) -> np.ndarray:
@@ -861,13 +914,27 @@ def _k9_draw(rng, T, n):
     return x, sets, rows
 
 
+def _shifted_sets(sets) -> list[tuple[int, ...]]:
+    """Each parent position moved down by 1, a wrong parent tuple for every non-root (a node whose
+    first parent is position 0 has no such tuple: it becomes a root)."""
+    return [tuple(q - 1 for q in ps) if ps and ps[0] >= 1 else () for ps in sets]
+
+
 K9_TASK = (f"N's multi-parent notebook task (S={N_NOTEBOOK_S}, p(i) = ((i-1)//2, i-1), Dirichlet({N_ALPHA:g}) rows, "
            "roots ~ Unif)")
 
 
 def _k9_montecarlo(ctx: Context) -> TierResult:
     p = ctx.params
-    res, data = _rate_in_T(ctx, _k9_draw, p["estimator"], p["limit"], p["construction"], 3.0 * K9_K, K9_K, K9_TASK)
+    T_draw = min(int(T) for T in ctx.settings["task_T"])
+    res, data = _rate_in_T(ctx, _k9_draw, p["estimator"], p["limit"], p["construction"], 3.0 * K9_K, K9_K, K9_TASK,
+                           task_graph=from_parent_sets(multiparent_graph("notebook", T_draw),
+                                                  name=f"N's notebook 2-parent DAG (T={T_draw})", query=T_draw))
+    res.controls += [] if not ctx.settings.get("controls", True) else _rate_controls(data, (
+        ("Knowl 9's heads wired to the wrong parents (each parent position shifted down by 1)",
+         "matches the wrong parent tuple", lambda x, sets, S: nichani_multiparent_construction_limit(x, _shifted_sets(sets), S)),
+        ("uniform second-layer attention (the prompt's unigram)", "ignores which keys' parents match",
+         prompt_unigram)), ctx.z)
     d = data[0]
     res.findings.append(_k9_literal_finding(ctx, d))
     res.findings.append(_k9_code_finding(d))

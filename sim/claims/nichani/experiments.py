@@ -48,6 +48,7 @@ is add-alpha (an upper bound on ``B``).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -58,12 +59,15 @@ import torch
 from scipy import stats
 
 from theory.dirichlet import dirichlet_row_entropy
+from theory.graphs import from_parents
 
 from ...bayes_nichani import add_alpha_batch, bayes_gap_richardson, population_losses
+from ...graphs import draw_graph
+from ...models.nichani import DisentangledTransformer
 from ...montecarlo import Estimate, mean_estimate
 from ...priors import Dirichlet, Prior
 from ...probes.nichani import adjacency_pattern, mean_attention, parent_attention, position_attention
-from ...verdict import Finding, FindingKind, Number, Outcome, TierResult, Verdict, tier_verdict
+from ...verdict import Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, tier_verdict
 from ..base import Claim, Context, PrimaryReading, Source
 from .reporting import across_seeds, claim_graph, pyplot, trained_number, training_seeds
 from .task import N_ALPHA, N_S, N_T
@@ -301,7 +305,8 @@ def _e_run(ctx: Context, gname: str, par: np.ndarray, sd: int, recipe: Recipe, p
            "other_key": other_key_level(att_positions, par), "loss": mean_estimate(l_model, eval_seed),
            "add_alpha": mean_estimate(l_aa, eval_seed), "code_line": mean_estimate(l_code, eval_seed),
            "code_minus_aa": mean_estimate(l_code - l_aa, eval_seed),
-           "model_minus_aa": mean_estimate(l_model - l_aa, eval_seed), "bayes": None}
+           "model_minus_aa": mean_estimate(l_model - l_aa, eval_seed), "bayes": None,
+           "eval": (x, rows, l_aa)}  # the evaluation prompts, for the controls (:func:`_e_controls`)
     if bayes_ok:
         # Bayes = add-alpha's loss - E[KL(P* || add-alpha)]: the KL on the first n_bayes prompts,
         # add-alpha's loss (and the paired model / code differences) on all of them.
@@ -368,9 +373,97 @@ def _e_trained(ctx: Context) -> TierResult:
                      numbers=_e_numbers(ctx, runs, lstar, recipe), counterexample=counterexample,
                      budget=_e_budget(ctx, recipe, decisive, conclusion))
     res.readings += _e_readings(families, runs, decisive, recipe, pm, gc)
+    res.controls += _e_controls(ctx, runs, pm, gc)
     res.findings += _e_findings(ctx, runs, decisive, recipe)
     res.figures += _e_figures(ctx, runs, lstar)
     return res
+
+
+# ------------------------------------------------------------------------------ controls --
+#: First-layer scale of the hand-wired controls: softmax puts 1 - O(T e^-30) on the wired key.
+WIRED_BETA = 30.0
+
+
+def wired(model: DisentangledTransformer, parents, beta: float = WIRED_BETA) -> DisentangledTransformer:
+    """A copy of ``model`` with the first layer's position block ``beta * adjacency(parents)`` (and 0
+    elsewhere in that block): the model wired to the graph ``parents``."""
+    out = copy.deepcopy(model)
+    S, T = out.S, out.T
+    with torch.no_grad():
+        block = out.A[0][0, S:S + T, S:S + T]
+        block.zero_()
+        for i, p in enumerate(np.asarray(parents)[:-1]):
+            if p >= 0:
+                block[i, p] = beta
+    return out
+
+
+def wrong_parents(parents) -> np.ndarray:
+    """A wrong graph with the same roots: each non-root ``i`` gets a neighbour of its parent,
+    ``p(i) - 1`` (or ``p(i) + 1 <= i`` when ``p(i) = 0``), never ``p(i)``."""
+    par = np.asarray(parents, dtype=np.int64).copy()
+    nonroot = par >= 0
+    par[nonroot] = np.where(par[nonroot] > 0, par[nonroot] - 1, par[nonroot] + 1)
+    return par
+
+
+def _control_erun(ctx: Context, run: dict, model) -> ERun:
+    """The primary reading's two numbers for a hand-built model, on ``run``'s evaluation prompts and
+    against ``run``'s Bayes (or add-alpha) estimate, as :func:`_e_run` reads a trained model."""
+    x, rows, l_aa = run["eval"]
+    S = int(ctx.settings["S"])
+    diff_aa = mean_estimate(population_losses(model_probs(model, x, ctx.device), rows) - l_aa, run["eval_seed"])
+    probe = {"bayes": run["bayes"], "bayes_full": run.get("bayes_full"), "add_alpha": run["add_alpha"],
+             "model_minus_aa": diff_aa}
+    if run["bayes"] is not None:
+        gap = run["bayes"]["add_alpha_minus_bayes"]
+        probe["model_minus_bayes"] = Estimate(diff_aa.value + gap.value, math.hypot(diff_aa.stderr, gap.stderr),
+                                              diff_aa.n, gap.seed)
+    closed, closed_se = _closed(probe, S)
+    m = parent_attention(position_attention(model), run["parents"], reading="positions").mean
+    return ERun(run["graph"], run["seed"], m, closed, closed_se)
+
+
+def _e_controls(ctx: Context, runs: list, pm: float, gc: float) -> list[Control]:
+    """Wrong mechanisms through the primary reading's own check (:func:`e_primary`, each family's
+    first trained model's evaluation prompts and Bayes estimate), decided as under N's recipe (a
+    hand-built model has no recipe): each must FAIL.
+
+    - untrained: N's initialisation, all blocks zero (uniform first layer, uniform output);
+    - the trained model wired to a wrong graph: its first layer's position block replaced by
+      ``30 * adjacency`` of :func:`wrong_parents` (a neighbour of each parent);
+    - the true adjacency at its starting loss: the first layer wired to the true graph, nothing read
+      out (``W_O = 0``: the uniform output, loss ``log S``)."""
+    S, T = int(ctx.settings["S"]), int(ctx.settings["T"])
+    first = {}
+    for r in runs:
+        first.setdefault(r["graph"], r)
+
+    def zero():
+        return DisentangledTransformer.init(S, T, [1, 1], device=ctx.device)
+
+    variants = (
+        ("untrained (N's init: all blocks zero)", "learned nothing: uniform first layer, uniform output",
+         lambda r: zero()),
+        ("trained model wired to a wrong graph (each parent's neighbour, p(i) - 1)",
+         "the first layer attends to a non-parent key", lambda r: wired(r["model"], wrong_parents(r["parents"]))),
+        ("true adjacency at its starting loss (first layer wired to the graph, W_O = 0)",
+         "finds the graph but predicts nothing: the loss stays at log S", lambda r: wired(zero(), r["parents"])),
+    )
+    out = []
+    for name, mechanism, build in variants:
+        fams = e_primary([_control_erun(ctx, r, build(r)) for r in first.values()], parent_mass=pm, gap_closed=gc,
+                         z=ctx.z)
+        verdict = tier_verdict([], e_conclusion(fams))
+        parts = []
+        for crit, letter, thr in (("attention", "m", pm), ("loss", "c", gc)):
+            vals = ", ".join(f"{f.graph} {f.mean:.3f}" + (f" ± {f.stderr:.2g}" if f.stderr else "")
+                             for f in fams if f.criterion == crit)
+            parts.append(f"{letter}: {vals} (needs > {thr:g})")
+        out.append(Control(name, mechanism, verdict, "; ".join(parts), numbers=tuple(
+            Number(f"{f.criterion} criterion, {f.graph}", f.mean, f.stderr, n=f.n, kind="trained",
+                   note=f"{f.outcome.value}; threshold {f.threshold:g}") for f in fams)))
+    return out
 
 
 def _criterion_text(criterion: str, pm: float, gc: float) -> str:
@@ -638,16 +731,19 @@ def _e_figures(ctx, runs, lstar) -> list[str]:
     plt = pyplot()
     graphs = list(dict.fromkeys(r["graph"] for r in runs))
     first = [next(r for r in runs if r["graph"] == g) for g in graphs]
-    fig, axes = plt.subplots(len(first), 3, figsize=(8.4, 2.8 * len(first)), squeeze=False)
+    fig, axes = plt.subplots(len(first), 4, figsize=(12.4, 2.8 * len(first)), squeeze=False,
+                             gridspec_kw={"width_ratios": [1.5, 1, 1, 1]})
     for row, r in zip(axes, first):
-        for ax, M, title in ((row[0], adjacency_pattern(r["parents"]), f"{r['graph']}: true adjacency"),
-                             (row[1], r["att_prompts"], "layer 1, mean over prompts"),
-                             (row[2], r["att_positions"], "N's S(A1_pos,pos)")):
+        par = np.asarray(r["parents"])
+        draw_graph(row[0], from_parents(par, name=f"{r['graph']} (T={len(par)})", query=len(par) - 1))
+        for ax, M, title in ((row[1], adjacency_pattern(r["parents"]), f"{r['graph']}: true adjacency"),
+                             (row[2], r["att_prompts"], "layer 1, mean over prompts"),
+                             (row[3], r["att_positions"], "N's S(A1_pos,pos)")):
             im = ax.imshow(M, cmap="viridis", vmin=0, vmax=1)
             ax.set_title(title, fontsize=9)
             ax.set_xlabel("key j", fontsize=8)
             ax.set_ylabel("query i", fontsize=8)
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.5)
+    fig.colorbar(im, ax=axes[:, 1:].ravel().tolist(), shrink=0.5)
     fig.suptitle(f"N.E: first-layer attention vs the DAG (seed {first[0]['seed']})")
     paths = [ctx.save_figure(fig, "attention", tight=False)]
     fig, axes = plt.subplots(1, len(first), figsize=(4.2 * len(first), 3.8), squeeze=False)

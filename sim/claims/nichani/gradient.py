@@ -27,7 +27,8 @@ from theory.strategies import MAX_SYMMETRIZED_D, permutation_symmetrized
 from ...montecarlo import mean_estimate
 from ...priors import Dirichlet, Floor
 from ...sampling import sample_n_prompts
-from ...verdict import Assumption, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
+from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
+                        tier_verdict)
 from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, property_tier, summarize_instances
 from ..inputs import batch_chain_structure, record_matrix
 from .constructions import _OneThread
@@ -320,7 +321,8 @@ def _flags(fp: FinitePrior, facts: PriorFacts | None, parents) -> tuple[dict[str
     parts = gamma_parts(fp, parents)
     lower = parts["gamma (lower bound) = S min pi"] > 0 and not (facts is not None and facts.entry_infimum == 0)
     flags = {A_LOWER: bool(lower),
-             A_NONDEG: parts["gamma (non-degeneracy) = sqrt(S min_pi sum_s ||pi(.|s) - mu||^2)"] > 0,
+             A_NONDEG: parts["gamma (non-degeneracy) = sqrt(S min_pi sum_s ||pi(.|s) - mu||^2)"]
+             > nondegeneracy_roundoff(fp.S),
              A_SYM: mean_dev <= 1e-12 and sym_defect <= 1e-12,
              A_ROOTS: parts["gamma (root fraction) = 1 - |R|/T"] > 0,
              A_IRREDUCIBLE: bool(st["irreducible"].all()),
@@ -366,6 +368,17 @@ def _prior_level_assumptions(pairs: list[tuple[PriorFacts, FinitePrior | None]])
 
 
 # ------------------------------------------------------------------------ assumptions --
+def nondegeneracy_roundoff(S: int) -> float:
+    """The float round-off of ``gamma_nondeg = sqrt(S sum_s ||pi(.|s) - mu_pi||^2)``: a chain with
+    ``gamma_nondeg`` at or below it is rank one (it mixes in one step) within round-off, so N Knowl 10 (2)
+    fails for it rather than holding with a ``gamma`` that is only float noise.
+
+    ``mu_pi`` comes from the GTH algorithm (entrywise accurate to about ``S eps``), so each of the ``S^2``
+    entries of ``pi - 1 mu^T`` (all in [-1, 1]) carries up to ``S eps``: the Frobenius norm up to
+    ``S^2 eps``, and ``gamma_nondeg = sqrt(S) ||pi - 1 mu^T||_F`` up to ``sqrt(S) S^2 eps``."""
+    return math.sqrt(S) * S ** 2 * float(np.finfo(np.float64).eps)
+
+
 def gamma_parts(fp: FinitePrior, parents) -> dict:
     """The largest ``gamma`` each of N Knowl 10's assumptions 1, 2, 4 allows, and their minimum."""
     pis, _ = fp.live()
@@ -617,6 +630,143 @@ def _jackknife(fn, chunks: np.ndarray) -> tuple[float, float]:
     return float(full), float(math.sqrt((n - 1) / n * ((loo - loo.mean()) ** 2).sum()))
 
 
+def _gradient_checks(gname: str, meas: list, z: float, seed: int, flags: dict, record: dict
+                     ) -> tuple[list[InstanceCheck], list[tuple]]:
+    """The Monte Carlo tier's deciding check on one graph, for any measured gradient.
+
+    ``meas`` lists ``(T, parents, F, G)``: the formula ``F = -(beta0/(S T)) J g`` and the gradient's
+    per-chunk values ``G`` (chunks, T, T). Three conclusions, each beyond ``z`` standard errors:
+    the parent is the argmax of ``-G[i, :i+1]`` in every non-root row (paired per-chunk difference to
+    the best competitor; an exact tie is a violation), ``cos(mean G, F) > 0`` at every ``T``
+    (jackknife over chunks), and the cosine grows from the smallest to the largest ``T``. The trained
+    model and the negative controls go through this same function. Returns the checks and the rows
+    ``(T, cos, cos_se, scale estimate, relative error)`` where ``F != 0``."""
+    checks, rows = [], []
+    for T, par, F, G in meas:
+        n_chunks = G.shape[0]
+        fnorm2 = float((F * F).sum())
+        if fnorm2 > 0:
+            cos, cos_se = _jackknife(lambda M: float((M * F).sum() / math.sqrt(max((M * M).sum(), 1e-300) * fnorm2)), G)
+            k_est = mean_estimate((G * F).sum(axis=(1, 2)) / fnorm2, seed)
+            Gm = G.mean(0)
+            se2 = (G.var(0, ddof=1) / n_chunks).sum()
+            rel = math.sqrt(max(float(((Gm - F) ** 2).sum()) - se2, 0.0) / fnorm2)
+            rows.append((T, cos, cos_se, k_est, rel))
+        # The parent wins every row: paired per-chunk differences against the best competitor.
+        worst = None
+        for i in range(1, T - 1):
+            p = int(par[i])
+            if p < 0:
+                continue
+            neg = -G[:, i, :i + 1]  # (chunks, i+1)
+            comp = [j for j in range(i + 1) if j != p]
+            j_star = comp[int(np.argmax(neg.mean(0)[comp]))]
+            d = mean_estimate(neg[:, p] - neg[:, j_star], seed)
+            if d.stderr == 0 and d.value <= 0:
+                out = Outcome.VIOLATED  # an exact tie (e.g. a zero gradient): the parent is no strict argmax
+            else:
+                out = compare(d.value, 0.0, stderr=d.stderr, z=z)
+            margin = (d.value - z * d.stderr) / max(abs(float(neg.mean(0)[p])), 1e-300)
+            if worst is None or margin < worst[0]:
+                worst = (margin, out, i, p, j_star, d, neg.mean(0))
+        if worst is not None:
+            margin, out, i, p, j_star, d, row = worst
+            checks.append(InstanceCheck(flags, out, margin, {
+                "conclusion": "argmax_j<=i of -grad A1[i, j] is p(i), for every non-root context position i",
+                "graph": gname, "T": T, "worst row i": i, "p(i)": p, "best competitor j": j_star,
+                "-grad[i, p(i)] - (-grad[i, j])": d.value, "stderr": d.stderr, "-grad row i": row.tolist(),
+                "assumptions": flags, **record, "seed": seed}))
+    if len(rows) >= 2:
+        (T0, c0, s0, _, _), (T1, c1, s1, _, _) = rows[0], rows[-1]
+        c_min = min(rows, key=lambda r: r[1] - z * r[2])
+        out = compare(c_min[1], 0.0, stderr=c_min[2], z=z)
+        checks.append(InstanceCheck(flags, out, c_min[1] - z * c_min[2], {
+            "conclusion": "the gradient points along the formula -(beta0/(S T)) J g: cos(autograd, formula) > 0 at "
+                          "every T", "graph": gname, "T": c_min[0], "cos": c_min[1], "stderr": c_min[2],
+            "assumptions": flags, **record, "seed": seed}))
+        out = compare(c1 - c0, 0.0, stderr=math.hypot(s0, s1), z=z)
+        checks.append(InstanceCheck(flags, out, c1 - c0 - z * math.hypot(s0, s1), {
+            "conclusion": "the formula's direction improves with T: cos(autograd, formula) grows from T_min to T_max",
+            "graph": gname, "cos at T_min": c0, "cos at T_max": c1, "T_min": T0, "T_max": T1, "stderr": [s0, s1],
+            "assumptions": flags, **record, "seed": seed}))
+    return checks, rows
+
+
+def _swap_parent(meas: list) -> list:
+    """Control: the measured gradient with each non-root row's parent column swapped with its
+    strongest competitor's (attention pulled to a non-parent key by exactly the parent's signal)."""
+    out = []
+    for T, par, F, G in meas:
+        H = G.copy()
+        for i in range(1, T - 1):
+            p = int(par[i])
+            if p < 0:
+                continue
+            comp = [j for j in range(i + 1) if j != p]
+            j = comp[int(np.argmax(-G[:, i, comp].mean(0)))]
+            H[:, i, [p, j]] = G[:, i, [j, p]]
+        out.append((T, par, F, H))
+    return out
+
+
+def _k3_controls(ctx, meas_by_graph: dict, S: int, beta0: float, pis, w, rng, flags: dict) -> list[Control]:
+    """Wrong mechanisms through :func:`_gradient_checks`; each must FAIL.
+
+    - the parent's column swapped with its strongest competitor's (the signal on the wrong key);
+    - the gradient's sign flipped (a layer pushed away from the parent: ascent, not descent);
+    - N's model at A2 = 0 (beta0 = 0): the layer-2 softmax is uniform whatever A1 is, the output is the
+      prompt's unigram and the gradient wrt A1 is exactly 0 (autograd, on a quarter of the prompts)."""
+    import torch
+
+    from ...models import ReducedModel
+
+    z, seed = ctx.z, ctx.seed_for("mc/sequences")
+    n_chunks, chunk = int(ctx.settings["mc_chunks"]), max(2, int(ctx.settings["mc_chunk"]) // 4)
+    zero = {}
+    for gname, meas in meas_by_graph.items():
+        zero[gname] = []
+        for T, par, F, _ in meas:
+            model = ReducedModel.init(S, T, 0.0, dtype=torch.float64, device=ctx.device)
+            G = np.empty((n_chunks, T, T))
+            with _OneThread() if ctx.device == "cpu" else contextlib.nullcontext():
+                _autograd_chunks(model, rng, pis, w, par, chunk, G, ctx.device)
+            G[:, T - 1] = 0.0
+            zero[gname].append((T, par, F, G))
+    variants = (
+        ("parent <-> strongest non-parent, columns swapped in the measured gradient",
+         "the signal sits on a non-parent key: the first layer would learn the wrong graph",
+         {g: _swap_parent(m) for g, m in meas_by_graph.items()}),
+        ("sign flipped: +(beta0/(S T)) J g direction (gradient ascent)",
+         "descent would move attention away from the parent",
+         {g: [(T, par, F, -G) for T, par, F, G in m] for g, m in meas_by_graph.items()}),
+        ("N's model at A2 = 0 (beta0 = 0): prompt unigram, layer 1 ignored",
+         "the output does not depend on A1: no gradient signal at the parent",
+         zero),
+    )
+    out = []
+    for name, mechanism, by_graph in variants:
+        checks = []
+        for gname, meas in by_graph.items():
+            checks += _gradient_checks(gname, meas, z, seed, flags, {"control": name})[0]
+        res = summarize_instances("montecarlo", checks, (), what=name)
+        bad = [c for c in checks if c.outcome is not Outcome.HELD]
+        first = min(bad, key=lambda c: c.margin) if bad else min(checks, key=lambda c: c.margin)
+        out.append(Control(name, mechanism, res.verdict, _control_line(first.record)))
+    return out
+
+
+def _control_line(rec: dict) -> str:
+    """The one deciding number of a gradient check's record."""
+    if "cos at T_min" in rec:
+        return (f"{rec['graph']}: cos {rec['cos at T_min']:.3f} -> {rec['cos at T_max']:.3f} from T={rec['T_min']} to "
+                f"{rec['T_max']} (must grow)")
+    if "cos" in rec:
+        return f"{rec['graph']}, T={rec['T']}: cos(gradient, formula) {rec['cos']:.3f} ± {rec['stderr']:.2g} (must be > 0)"
+    return (f"{rec['graph']}, T={rec['T']}, row {rec['worst row i']}: -grad at p(i)={rec['p(i)']} minus at "
+            f"j={rec['best competitor j']}: {rec['-grad[i, p(i)] - (-grad[i, j])']:.3g} ± {rec['stderr']:.2g} "
+            "(must be > 0)")
+
+
 def _k3_montecarlo(ctx: Context) -> TierResult:
     import torch
 
@@ -638,11 +788,11 @@ def _k3_montecarlo(ctx: Context) -> TierResult:
     rng = ctx.rng("mc/sequences")
     seed = ctx.seed_for("mc/sequences")
     z = ctx.z
-    checks, numbers, curves, scale_rows = [], [], {}, {}
+    checks, numbers, curves, scale_rows, measured = [], [], {}, {}, {}
     n_chunks, chunk = int(s["mc_chunks"]), int(s["mc_chunk"])
+    flags = {}
     for gname in s["mc_graphs"]:
-        rows = []
-        flags = {}
+        meas = []
         for T in s["mc_T"]:
             ctx.progress(f"N.K3 montecarlo {gname} T={T}")
             par = n_graph(gname, T)
@@ -655,63 +805,25 @@ def _k3_montecarlo(ctx: Context) -> TierResult:
             with _OneThread() if ctx.device == "cpu" else contextlib.nullcontext():
                 _autograd_chunks(model, rng, pis, w, par, chunk, G, ctx.device)
             G[:, T - 1] = 0.0
-            fnorm2 = float((F * F).sum())
-            note = f"{gname}, S={S}, beta0={beta0:g}, {n_chunks}x{chunk} prompts"
-            if fnorm2 > 0:
-                cos, cos_se = _jackknife(lambda M: float((M * F).sum() / math.sqrt((M * M).sum() * fnorm2)), G)
-                k_est = mean_estimate((G * F).sum(axis=(1, 2)) / fnorm2, seed)
-                Gm = G.mean(0)
-                se2 = (G.var(0, ddof=1) / n_chunks).sum()
-                rel = math.sqrt(max(float(((Gm - F) ** 2).sum()) - se2, 0.0) / fnorm2)
-                rows.append((T, cos, cos_se, k_est, rel))
-                numbers += [Number(f"cos(autograd, formula), {gname}, T={T}", cos, stderr=cos_se, n=n_chunks * chunk,
-                                   seed=seed, kind="montecarlo", note=note + "; jackknife over chunks"),
-                            k_est.number(f"scale <grad, F>/<F, F>, {gname}, T={T}", note="1 in the limit"),
-                            Number(f"relative error ||grad - F|| / ||F||, {gname}, T={T}", rel, n=n_chunks * chunk,
-                                   seed=seed, kind="montecarlo", note="noise-corrected (Monte Carlo variance removed)")]
-            else:  # g = 0: the formula is identically 0 (no signal, e.g. every prompt is constant)
-                numbers.append(Number(f"||formula||^2, {gname}, T={T}", 0.0, note=note + "; g = 0 on this prior: "
-                                      "angle and scale undefined"))
-            # The parent wins every row: paired per-chunk differences against the best competitor.
-            worst = None
-            for i in range(1, T - 1):
-                p = int(par[i])
-                if p < 0:
-                    continue
-                neg = -G[:, i, :i + 1]  # (chunks, i+1)
-                comp = [j for j in range(i + 1) if j != p]
-                j_star = comp[int(np.argmax(neg.mean(0)[comp]))]
-                d = mean_estimate(neg[:, p] - neg[:, j_star], seed)
-                if d.stderr == 0 and d.value <= 0:
-                    out = Outcome.VIOLATED  # an exact tie (e.g. a zero gradient): the parent is no strict argmax
-                else:
-                    out = compare(d.value, 0.0, stderr=d.stderr, z=z)
-                margin = (d.value - z * d.stderr) / max(abs(float(neg.mean(0)[p])), 1e-300)
-                if worst is None or margin < worst[0]:
-                    worst = (margin, out, i, p, j_star, d, neg.mean(0))
-            if worst is not None:
-                margin, out, i, p, j_star, d, row = worst
-                checks.append(InstanceCheck(flags, out, margin, {
-                    "conclusion": "argmax_j<=i of -grad A1[i, j] is p(i), for every non-root context position i",
-                    "graph": gname, "T": T, "S": S, "worst row i": i, "p(i)": p, "best competitor j": j_star,
-                    "-grad[i, p(i)] - (-grad[i, j])": d.value, "stderr": d.stderr, "-grad row i": row.tolist(),
-                    "assumptions": flags, "prior": prior_rec, "seed": seed, "beta0": beta0}))
+            meas.append((T, par, F, G))
+            if not (F * F).sum() > 0:  # g = 0: the formula is identically 0 (no signal, e.g. every prompt is constant)
+                numbers.append(Number(f"||formula||^2, {gname}, T={T}", 0.0,
+                                      note=f"{gname}, S={S}, beta0={beta0:g}, {n_chunks}x{chunk} prompts; g = 0 on "
+                                           "this prior: angle and scale undefined"))
+        measured[gname] = meas
+        found, rows = _gradient_checks(gname, meas, z, seed, flags, {"S": S, "beta0": beta0, "prior": prior_rec})
+        checks += found
+        note = f"{gname}, S={S}, beta0={beta0:g}, {n_chunks}x{chunk} prompts"
+        for T, cos, cos_se, k_est, rel in rows:
+            numbers += [Number(f"cos(autograd, formula), {gname}, T={T}", cos, stderr=cos_se, n=n_chunks * chunk,
+                               seed=seed, kind="montecarlo", note=note + "; jackknife over chunks"),
+                        k_est.number(f"scale <grad, F>/<F, F>, {gname}, T={T}", note="1 in the limit"),
+                        Number(f"relative error ||grad - F|| / ||F||, {gname}, T={T}", rel, n=n_chunks * chunk,
+                               seed=seed, kind="montecarlo", note="noise-corrected (Monte Carlo variance removed)")]
         curves[gname] = rows
         if len(rows) < 2:
             continue
-        (T0, c0, s0, k0, _), (T1, c1, s1, k1, _) = rows[0], rows[-1]
-        c_min = min(rows, key=lambda r: r[1] - z * r[2])
-        out = compare(c_min[1], 0.0, stderr=c_min[2], z=z)
-        checks.append(InstanceCheck(flags, out, c_min[1] - z * c_min[2], {
-            "conclusion": "the gradient points along the formula -(beta0/(S T)) J g: cos(autograd, formula) > 0 at "
-                          "every T", "graph": gname, "T": c_min[0], "cos": c_min[1], "stderr": c_min[2],
-            "assumptions": flags, "prior": prior_rec, "seed": seed}))
-        scale_rows[gname] = (T0, k0, T1, k1)
-        out = compare(c1 - c0, 0.0, stderr=math.hypot(s0, s1), z=z)
-        checks.append(InstanceCheck(flags, out, c1 - c0 - z * math.hypot(s0, s1), {
-            "conclusion": "the formula's direction improves with T: cos(autograd, formula) grows from T_min to T_max",
-            "graph": gname, "cos at T_min": c0, "cos at T_max": c1, "T_min": T0, "T_max": T1, "stderr": [s0, s1],
-            "assumptions": flags, "prior": prior_rec, "seed": seed}))
+        scale_rows[gname] = (rows[0][0], rows[0][3], rows[-1][0], rows[-1][3])
         Ts = np.array([r[0] for r in rows], dtype=float)
         rel = np.array([r[4] for r in rows])
         if np.all(rel > 0) and len(Ts) >= 2:
@@ -722,6 +834,8 @@ def _k3_montecarlo(ctx: Context) -> TierResult:
                               budget="more prompts per T (mc_chunks x mc_chunk)")
     if facts is not None:
         replace_assumptions(res, _prior_level_assumptions([(facts, fp)]))
+    if ctx.settings.get("controls", True):
+        res.controls += _k3_controls(ctx, measured, S, beta0, pis, w, rng, flags)
     if scale_rows:
         res.findings.append(_scale_finding(scale_rows, z))
     res.figures.append(_k3_figure(ctx, curves))
@@ -828,13 +942,21 @@ def _k3_property(ctx: Context) -> TierResult:
                 A_ROOTS: bool((np.asarray(par) >= 0).any()), A_IRREDUCIBLE: False,
                 A_APERIODIC: bool(st_["aperiodic"].all())}
 
+    seen = {"ratio": math.inf, "met": 0, "degenerate": 0}
+
     def violates(case):
         """The gap bound fails (with this draw's gamma); where gamma = 0 the bound is 0, so the
-        check is that the parent still wins weakly."""
+        check is that the parent still wins weakly. Draws meeting every assumption also update the
+        headroom: the smallest gap / bound, i.e. the largest c with gap >= c * bound on all of them."""
         fp, par, _ = case
         if not defined(case):
             return False  # g is undefined: no conclusion to test
         a = _analyse(fp, par, ctx.params)
+        flags = assumptions_of(case)
+        seen["degenerate"] += not flags[A_NONDEG]
+        if all(flags.values()) and a["bound"] > 0:
+            seen["met"] += 1
+            seen["ratio"] = min(seen["ratio"], a["gap"] / a["bound"])
         return a["gap"] < a["bound"] - ROUNDOFF * max(1.0, abs(a["gap"]))
 
     def record(case):
@@ -850,7 +972,15 @@ def _k3_property(ctx: Context) -> TierResult:
     what = ("gap g[i,p(i)] - g[i,j] >= bound(gamma, S) on symmetric finite priors with uniform mean"
             if ctx.prior is None else
             f"gap g[i,p(i)] - g[i,j] >= bound(gamma, S) on finite priors built from draws of {ctx.prior.spec()}")
-    return property_tier(ctx, cases(), violates, record, what=what, assumptions_of=assumptions_of)
+    res = property_tier(ctx, cases(), violates, record, what=what, assumptions_of=assumptions_of)
+    res.numbers += [
+        Number("headroom: largest c with gap >= c * bound on every draw meeting the assumptions", seen["ratio"],
+               n=seen["met"], seed=ctx.seed_for("property"), kind="property",
+               note="the smallest gap / (gamma^3/(2S)) over those draws; c = 1 is the claim"),
+        Number("draws rank one within round-off (non-degeneracy fails: gamma_nondeg <= sqrt(S) S^2 eps)",
+               seen["degenerate"], seed=ctx.seed_for("property"), kind="property",
+               note="the lemma says nothing of them; without a user's prior the search skips them")]
+    return res
 
 
 N_K3 = Claim(
@@ -894,7 +1024,11 @@ N_K3 = Claim(
                "of every non-root row, cos(gradient, formula) > 0 at every T and grows from the smallest to the "
                "largest T (all beyond z s.e.); the scale <grad, F>/<F, F> is a finding (the O(T_eff^-1/2) term is "
                "reported, not bounded). property: hypothesis "
-               "searches symmetric finite priors for a counterexample to the gap bound. Under a user's prior every "
+               "searches symmetric finite priors for a counterexample to the gap bound and reports the headroom (the "
+               "largest c with gap >= c gamma^3/(2S) on every draw meeting the assumptions); non-degeneracy needs "
+               "gamma_nondeg above its float round-off sqrt(S) S^2 eps (a rank-one pi within round-off breaks it). "
+               "Negative controls through the montecarlo check (must FAIL): the parent's column swapped with a "
+               "non-parent's, the sign flipped, and the model at A2 = 0. Under a user's prior every "
                "tier uses a finite stand-in for it (user_finite_prior): its own atoms when it has a small finite "
                "support; else draws with a unique stationary law (the others are left out and counted: g and N's task "
                "need mu_pi), symmetrised by all S! relabellings only when the prior is relabelling-invariant (closed "

@@ -23,6 +23,7 @@ import numpy as np
 from scipy import stats
 
 from theory import CausalTree
+from theory.graphs import n_parents
 from theory.dirichlet import (add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy,
                               entropy_rate_quadrature)
 
@@ -30,7 +31,7 @@ from ...bayes_nichani import bayes_gap_richardson, population_losses
 from ...montecarlo import Estimate, mean_estimate
 from ...priors import Dirichlet, Prior
 from ...sampling import batched_stationary, categorical, dirichlet_rows, sample_n_prompts
-from ...verdict import (Assumption, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
+from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
 from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from ..inputs import batch_chain_structure
@@ -106,26 +107,13 @@ def replace_assumptions(res: TierResult, replacements: list[Assumption], note: s
 def n_graph(name: str, T: int, rng: np.random.Generator | None = None) -> np.ndarray:
     """N's graphs as parent arrays of length ``T``; the query ``T-1`` is a root.
 
-    ``chain``: ``p(i) = i-1`` for ``1 <= i <= T-2``. ``icl``: ``p(i) = i-1`` for odd
-    ``i <= T-2``, other positions roots (pairs ``(x_k, f(x_k))``). ``random``:
-    ``p(i) ~ Unif{-1, 0, .., i-1}`` for ``i <= T-2`` (needs ``rng``), as N's code draws it.
+    ``name`` is one of :data:`GRAPHS`: ``chain``, ``icl`` (the in-context function graph) or
+    ``random`` (``p(i) ~ Unif{-1..i-1}``, needs ``rng``); the laws are
+    :func:`theory.graphs.n_parents`'s.
     """
-    if T < 2:
-        raise ValueError(f"T must be >= 2 (context and query), got {T}")
-    par = np.full(T, -1, dtype=np.int64)
-    ctx_pos = np.arange(T - 1)
-    if name == "chain":
-        par[1:T - 1] = ctx_pos[1:] - 1
-    elif name == "icl":
-        odd = ctx_pos[ctx_pos % 2 == 1]
-        par[odd] = odd - 1
-    elif name == "random":
-        if rng is None:
-            raise ValueError("the random graph needs a generator")
-        par[:T - 1] = np.floor(rng.random(T - 1) * (ctx_pos + 1)).astype(np.int64) - 1
-    else:
+    if name not in GRAPHS:
         raise ValueError(f"unknown graph {name!r}; expected one of {GRAPHS}")
-    return par
+    return n_parents(name, T, rng)
 
 
 # ------------------------------------------------------------------- count estimators --
@@ -636,28 +624,9 @@ def _n_t_montecarlo(ctx: Context) -> TierResult:
     prior = prior if prior.d is not None else prior.bind(S)
     S = prior.d
     checks, structures = _sampler_checks(ctx, ctx.params["sampler"], prior, s["graphs"], S, T, int(s["n_sampler"]))
-    numbers = []
     alpha = float(prior.alpha) if isinstance(prior, Dirichlet) else None
-    # L*: N Knowl 1's optimal loss, the entropy rate; exact for Dirichlet rows, MC otherwise.
-    seed_pi = ctx.seed_for("loss/pi")
-    pis = _draw(prior, np.random.default_rng(seed_pi), int(s["n_loss"]))
-    unique = draw_structure(prior, pis)["unique stationary law"]
-    n_left_out = int((~unique).sum())
-    pis = pis[unique]  # N's task (roots ~ mu_pi) exists only where mu_pi is unique
-    lstar_mc = mean_estimate(_entropy_rows(pis).mean(-1), seed_pi)
-    numbers.append(lstar_mc.number("L* = E[entropy rate] (Monte Carlo)", note=f"prior {prior.spec()}, S={S}" + (
-        f"; {n_left_out} draws without a unique stationary law left out" if n_left_out else "")))
-    if alpha is not None:
-        lstar = float(ctx.params["lstar"](alpha, S))
-        numbers.append(Number("L* = psi(S alpha + 1) - psi(alpha + 1) (the formula under test)", lstar,
-                              note="theory.dirichlet.dirichlet_row_entropy"))
-        tol = ctx.z * lstar_mc.stderr + 1e-12
-        out = compare(tol, abs(lstar_mc.value - lstar))
-        checks.append(InstanceCheck(assumptions={}, outcome=Outcome.HELD if out is not Outcome.VIOLATED else out,
-                                    margin=tol - abs(lstar_mc.value - lstar),
-                                    record={"check": "L* formula vs Monte Carlo", "formula": lstar,
-                                            "monte carlo": lstar_mc.value, "stderr": lstar_mc.stderr,
-                                            "seed": seed_pi}))
+    found, numbers = _lstar_mc_checks(ctx, prior, alpha, S)
+    checks += found
     what = ("the sampler draws N's task (roots ~ mu_pi, query uniform, edges and target ~ pi) and L* matches its "
             "closed form")
     structure = {k: np.concatenate([st[k] for st in structures]) for k in structures[0]}
@@ -676,11 +645,67 @@ def _n_t_montecarlo(ctx: Context) -> TierResult:
                         note=(f"{nonunique} sampler draws without a unique stationary law were left out (N's task is "
                               "undefined there)") if nonunique else "")
     res.numbers.append(Number("seed (sampler sequences)", ctx.seed_for("sampler/sequences")))
+    if s.get("controls", True):
+        res.controls += _task_controls(ctx, prior, alpha, S, T)
     if alpha is not None and int(s.get("n_bayes", 0)) > 0:
         findings, nums = _bayes_findings(ctx, alpha, S, T)
         res.findings.extend(findings)
         res.numbers.extend(nums)
     return res
+
+
+def _lstar_mc_checks(ctx: Context, prior: Prior, alpha: float | None, S: int) -> tuple[list[InstanceCheck], list[Number]]:
+    """L* (N Knowl 1's optimal loss, the entropy rate) by Monte Carlo on ``n_loss`` draws of ``prior``
+    and, for Dirichlet(``alpha``) rows, against the closed form within ``z`` standard errors + 1e-12."""
+    seed_pi = ctx.seed_for("loss/pi")
+    pis = _draw(prior, np.random.default_rng(seed_pi), int(ctx.settings["n_loss"]))
+    unique = draw_structure(prior, pis)["unique stationary law"]
+    n_left_out = int((~unique).sum())
+    pis = pis[unique]  # N's task (roots ~ mu_pi) exists only where mu_pi is unique
+    lstar_mc = mean_estimate(_entropy_rows(pis).mean(-1), seed_pi)
+    numbers = [lstar_mc.number("L* = E[entropy rate] (Monte Carlo)", note=f"prior {prior.spec()}, S={S}" + (
+        f"; {n_left_out} draws without a unique stationary law left out" if n_left_out else ""))]
+    if alpha is None:
+        return [], numbers
+    lstar = float(ctx.params["lstar"](alpha, S))
+    numbers.append(Number("L* = psi(S alpha + 1) - psi(alpha + 1) (the formula under test)", lstar,
+                          note="theory.dirichlet.dirichlet_row_entropy"))
+    tol = ctx.z * lstar_mc.stderr + 1e-12
+    out = compare(tol, abs(lstar_mc.value - lstar))
+    return [InstanceCheck(assumptions={}, outcome=Outcome.HELD if out is not Outcome.VIOLATED else out,
+                          margin=tol - abs(lstar_mc.value - lstar),
+                          record={"check": "L* formula vs Monte Carlo", "formula": lstar, "monte carlo": lstar_mc.value,
+                                  "stderr": lstar_mc.stderr, "seed": seed_pi})], numbers
+
+
+def _task_controls(ctx: Context, prior: Prior, alpha: float | None, S: int, T: int) -> list[Control]:
+    """Samplers of a wrong law through the tier's own checks (:func:`_sampler_checks`,
+    :func:`_lstar_mc_checks`); each must FAIL: non-query roots ~ Unif[S] instead of mu_pi, the query
+    ~ mu_pi instead of Unif[S], and (Dirichlet priors) rows ~ Dirichlet(10 alpha) instead of
+    Dirichlet(alpha), judged against the closed form at alpha."""
+    s = ctx.settings
+    graphs = s["graphs"][:1]  # the laws under test do not depend on the graph: the first one is enough
+    cases = [("sampler with non-query roots ~ Unif[S]", "roots not from mu_pi (Knowl 2 draws them from mu_pi)",
+              lambda: _sampler_checks(ctx, sampler_uniform_roots, prior, graphs, S, T, int(s["n_sampler"]))[0]),
+             ("sampler with the query ~ mu_pi", "the query is not uniform (Knowl 2: s_T ~ Unif[S])",
+              lambda: _sampler_checks(ctx, sampler_query_from_mu, prior, graphs, S, T, int(s["n_sampler"]))[0])]
+    if alpha is not None:
+        cases.append((f"rows ~ Dirichlet({10 * alpha:g}) in place of Dirichlet({alpha:g})",
+                      "pi is not drawn from the prior the closed form of L* is for",
+                      lambda: _lstar_mc_checks(ctx, Dirichlet(10 * alpha).bind(S), alpha, S)[0]))
+    out = []
+    for name, mechanism, run in cases:
+        found = run()
+        res = summarize_instances("montecarlo", found, [A_IRREDUCIBLE, A_APERIODIC], what=name)
+        rec = res.counterexample or min(found, key=lambda c: c.margin).record
+        if "p_value" in rec:
+            deciding = (f"{rec['check']} ({rec['graph']}): X2 = {rec['X2']:.1f}, df {rec['df']}, p = {rec['p_value']:.2g}"
+                        f" (rejected below {rec['rejection level (Bonferroni)']:.2g})")
+        else:
+            deciding = (f"L* Monte Carlo {rec['monte carlo']:.4f} ± {rec['stderr']:.1g} vs closed form {rec['formula']:.4f}"
+                        " (must agree within z s.e.)")
+        out.append(Control(name, mechanism, res.verdict, deciding))
+    return out
 
 
 def _richardson_estimate(terms: dict, seed: int) -> tuple[Estimate, Estimate, Estimate, float]:

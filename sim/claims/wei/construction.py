@@ -23,7 +23,8 @@ from theory import bma_posterior, bma_predictive
 
 from ...montecarlo import mean_estimate
 from ...sampling import random_recursive_parents, sample_w_prompts
-from ...verdict import Assumption, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
+from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
+                        tier_verdict)
 from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from ..inputs import draw_matrices, record_matrix
 
@@ -274,6 +275,66 @@ def _rate_finding(claimed, tol, rates, n_unmeasurable, n_matrices, misses, fit_b
                    f"fitted rate {min(rates):.4g} to {max(rates):.4g} (claimed {claimed:g})", numbers=nums)
 
 
+def _combine(outs):
+    return (Outcome.VIOLATED if Outcome.VIOLATED in outs else
+            Outcome.UNDECIDED if Outcome.UNDECIDED in outs else Outcome.HELD)
+
+
+def decide_tv_limit(tv: dict, seed: int, z: float) -> dict:
+    """The Monte Carlo tier's deciding check: does the mean TV(prediction, pi(.|x_pa(h))) go to 0 along L?
+
+    ``tv[L]`` holds per-prompt TVs (mean over positions), paired across L (the same prompts, the
+    context cut at L). Two criteria, both on paired differences with margin ``z`` s.e.:
+
+    - decreasing: ``TV(L_k) - TV(L_{k+1}) > 0`` at every step of the grid;
+    - towards 0, not to a plateau: ``TV(L_min) - 2 TV(L_max) > 0``, i.e. the error at the largest L
+      is at most half the error at the smallest (stated up front; a predictor that stops improving
+      at a positive level, such as a uniform mixture, fails it).
+
+    Returns ``{"outcome", "steps": [(a, b, Estimate)], "halving": Estimate, "line"}``; it runs on
+    the construction and on every control model alike.
+    """
+    Ls = sorted(tv)
+    steps = [(a, b, mean_estimate(tv[a] - tv[b], seed)) for a, b in zip(Ls, Ls[1:])]
+    halving = mean_estimate(tv[Ls[0]] - 2 * tv[Ls[-1]], seed)
+    outs = [compare(e.value, 0.0, stderr=e.stderr, z=z) for _, _, e in steps]
+    out_half = compare(halving.value, 0.0, stderr=halving.stderr, z=z)
+    worst = min(steps, key=lambda t: t[2].value - z * t[2].stderr)
+    line = (f"TV(L={Ls[0]}) - 2 TV(L={Ls[-1]}) = {halving.value:.4g} ± {halving.stderr:.2g} (needs > 0 by {z:g} "
+            f"s.e.); smallest step TV(L={worst[0]}) - TV(L={worst[1]}) = {worst[2].value:.4g} ± {worst[2].stderr:.2g} "
+            f"(needs > 0)")
+    return {"outcome": _combine(outs + [out_half]), "steps": steps, "halving": halving, "halving_outcome": out_half,
+            "line": line}
+
+
+def attention_mixture(tokens, pi, W, L):
+    """A hand-built layer 2 at beta -> inf (the exact copier): scores ``s_h' = sum_{l < L} W[x^l_h', x^l_h]``
+    over the first ``L`` context rows, attention ``softmax_{h' < h}(s)``, output the mixture
+    ``sum_h' A_h' pi(.|x^q_h')`` on the query row ``x^q = tokens[:, -1]``. ``W = log pi`` is the BMA
+    construction; the controls use other ``W``. Returns ``(B, H-1, d)``."""
+    x, q = tokens[:, :L], tokens[:, -1]  # (B, L, H), (B, H)
+    S = np.asarray(W, float)[x[:, :, :, None], x[:, :, None, :]].sum(1)  # (B, H', H): score of h' for h
+    H = tokens.shape[2]
+    out = []
+    for h in range(1, H):
+        s = S[:, :h, h]  # (B, h)
+        a = np.exp(s - s.max(1, keepdims=True))
+        a /= a.sum(1, keepdims=True)
+        out.append(np.einsum("bk,bkd->bd", a, pi[q[:, :h]]))
+    return np.stack(out, axis=1)
+
+
+#: The controls of the Monte Carlo tier: wrong layer-2 mechanisms run through :func:`decide_tv_limit`.
+_CONTROLS = (
+    ("uniform mixture (W = 0: layer-2 attention uniform over h' < h)",
+     "ignores the context: averages pi(.|x_h') over all earlier positions, the parent's weight never grows with L",
+     lambda pi: np.zeros_like(pi)),
+    ("anti-BMA construction (W = -log pi: layer-2 attention to the least likely position, a non-parent)",
+     "the likelihood enters with the wrong sign, so the attention concentrates on a non-parent as L grows",
+     lambda pi: -np.log(pi)),
+)
+
+
 def _w_t1_montecarlo(ctx: Context) -> TierResult:
     import matplotlib
 
@@ -296,7 +357,7 @@ def _w_t1_montecarlo(ctx: Context) -> TierResult:
                           assumptions=[assumption], counterexample=_zero_record(bad),
                           conclusion_without_assumptions="not evaluated: the construction does not exist there")
     Lmax = Ls[-1]
-    tv = {name: {L: [] for L in Ls} for name in ("mixture", "logits")}
+    tv = {name: {L: [] for L in Ls} for name in ("mixture", "logits") + tuple(c[0] for c in _CONTROLS)}
     for pi in pis:
         parents = random_recursive_parents(rng_tree, H, B)  # (B, H)
         tokens = sample_w_prompts(rng_seq, pi, parents, Lmax)  # (B, Lmax+1, H); target is row Lmax
@@ -309,42 +370,55 @@ def _w_t1_montecarlo(ctx: Context) -> TierResult:
                 model = _build(pi, L, H, beta, ctx.params, name, device=ctx.device)
                 logp, _ = _forward(model, sub, device=ctx.device, chunk=max(1, 4096 // L))
                 tv[name][L].append(0.5 * np.abs(np.exp(logp) - truth).sum(-1).mean(-1))  # (B,)
+            for name, _, W_of in _CONTROLS:  # hand-built wrong layer 2, same prompts
+                tv[name][L].append(0.5 * np.abs(attention_mixture(sub, pi, W_of(pi), L) - truth).sum(-1).mean(-1))
     n = len(pis) * B
-    est, steps = {}, {}
-    for name in tv:
-        arr = {L: np.concatenate(tv[name][L]) for L in Ls}
-        est[name] = {L: mean_estimate(arr[L], seed_seq) for L in Ls}
-        steps[name] = [(a, b, mean_estimate(arr[a] - arr[b], seed_seq)) for a, b in zip(Ls, Ls[1:])]
-    outs = [compare(e.value, 0.0, stderr=e.stderr, z=ctx.z) for _, _, e in steps["mixture"]]
-    conclusion = (Outcome.VIOLATED if Outcome.VIOLATED in outs else
-                  Outcome.UNDECIDED if Outcome.UNDECIDED in outs else Outcome.HELD)
+    arr = {name: {L: np.concatenate(tv[name][L]) for L in Ls} for name in tv}
+    est = {name: {L: mean_estimate(arr[name][L], seed_seq) for L in Ls} for name in tv}
+    decision = {name: decide_tv_limit(arr[name], seed_seq, ctx.z) for name in tv}
+    dec = decision["mixture"]
+    conclusion = dec["outcome"]
+    steps = dec["steps"]
     numbers = [est["mixture"][L].number(f"mean TV(prediction, pi(.|x_pa)) at L={L} (mixture)") for L in Ls]
-    numbers += [e.number(f"decrease TV(L={a}) - TV(L={b}) (paired, mixture)", tolerance=0.0) for a, b, e in
-                steps["mixture"]]
+    numbers += [e.number(f"decrease TV(L={a}) - TV(L={b}) (paired, mixture)", tolerance=0.0) for a, b, e in steps]
+    numbers.append(dec["halving"].number(f"TV(L={Ls[0]}) - 2 TV(L={Ls[-1]}) (paired, mixture; > 0: at most half)",
+                                         tolerance=0.0))
     numbers += [est["logits"][L].number(f"mean TV(prediction, pi(.|x_pa)) at L={L} (logits reading)") for L in Ls]
     assumption = Assumption(_ASSUMPTIONS[0], True, f"min pi = {min(float(p.min()) for p in pis):.3g}")
     cex = None
     if conclusion is Outcome.VIOLATED:
-        a, b, e = next(t for t, o in zip(steps["mixture"], outs) if o is Outcome.VIOLATED)
-        cex = {"pis": [record_matrix(p) for p in pis], "H": H, "beta": beta, "L_from": a, "L_to": b,
-               "TV increase": -e.value, "stderr": e.stderr, "n": e.n, "seed": seed_seq}
+        outs = [compare(e.value, 0.0, stderr=e.stderr, z=ctx.z) for _, _, e in steps]
+        cex = {"pis": [record_matrix(p) for p in pis], "H": H, "beta": beta, "n": n, "seed": seed_seq,
+               "TV by L": {L: est["mixture"][L].value for L in Ls}, "deciding": dec["line"]}
+        if Outcome.VIOLATED in outs:
+            a, b, e = next(t for t, o in zip(steps, outs) if o is Outcome.VIOLATED)
+            cex.update({"L_from": a, "L_to": b, "TV increase": -e.value, "stderr": e.stderr})
     budget = ""
     if conclusion is Outcome.UNDECIDED:
-        worst = min((e for _, _, e in steps["mixture"]), key=lambda e: e.value / max(e.stderr, 1e-300))
+        tests = [e for _, _, e in steps] + [dec["halving"]]
+        worst = min(tests, key=lambda e: e.value / max(e.stderr, 1e-300))
         need = int(math.ceil(n * (ctx.z * worst.stderr / max(worst.value, 1e-12)) ** 2 * 1.2))
-        budget = f"about {need} prompts in all (mc_prompts = {int(math.ceil(need / len(pis)))}) to resolve every step"
-    lo_out = [compare(e.value, 0.0, stderr=e.stderr, z=ctx.z) for _, _, e in steps["logits"]]
+        budget = (f"about {need} prompts in all (mc_prompts = {int(math.ceil(need / len(pis)))}) to resolve every "
+                  f"step and the halving")
     res = TierResult(
         "montecarlo", tier_verdict([assumption], conclusion), conclusion,
         f"mean TV(prediction, pi(.|x_pa(h))) over {n} prompts (random trees, {len(pis)} matrices, beta = {beta}): "
         + ", ".join(f"L={L}: {est['mixture'][L].value:.4f}±{est['mixture'][L].stderr:.2g}" for L in Ls)
-        + f"; decreasing step by step: {conclusion.value}",
+        + f"; decreasing step by step and at most half at L={Ls[-1]}: {conclusion.value} ({dec['line']})",
         assumptions=[assumption], numbers=numbers, counterexample=cex, budget=budget)
-    lo_verdict = tier_verdict([assumption], Outcome.VIOLATED if Outcome.VIOLATED in lo_out else
-                              Outcome.UNDECIDED if Outcome.UNDECIDED in lo_out else Outcome.HELD)
+    res.readings.append({"name": "prediction -> pi(.|x_pa(h)) as L grows: mean TV decreasing step by step and "
+                                 f"TV(L={Ls[-1]}) <= TV(L={Ls[0]}) / 2 (decides)",
+                         "verdict": res.verdict.value, "detail": dec["line"]})
+    for name, mechanism, _ in _CONTROLS:
+        c = decision[name]
+        res.controls.append(Control(
+            name, mechanism, tier_verdict([assumption], c["outcome"]), c["line"],
+            numbers=(c["halving"].number(f"{name}: TV(L={Ls[0]}) - 2 TV(L={Ls[-1]})"),
+                     *(est[name][L].number(f"{name}: mean TV at L={L}") for L in (Ls[0], Ls[-1])))))
+    lo_verdict = tier_verdict([assumption], decision["logits"]["outcome"])
     res.findings.append(Finding(
         FindingKind.OUTSIDE, "output read as logits softmax(sum_h' A_h' W_OV[x_h']) (not W's mixture): its TV to "
-        "pi(.|x_pa(h)) decreasing step by step along L", lo_verdict,
+        "pi(.|x_pa(h)) decreasing step by step along L, and at most half at the largest L", lo_verdict,
         "logits reading, mean TV to pi(.|x_pa): " + ", ".join(f"L={L}: {est['logits'][L].value:.3f}" for L in Ls),
         numbers=tuple(est["logits"][L].number(f"mean TV at L={L} (logits reading)") for L in Ls)))
     fig, ax = plt.subplots(figsize=(5, 4))
@@ -375,7 +449,9 @@ W_T1 = Claim(
         review=("Both statements are limits. The beta-limit is decided by the measured error staying within the "
                 "construction's own error bound at every beta of a grid, a bound that goes to 0 as beta -> inf "
                 "(not a fixed tolerance); the L-limit by the mean TV to pi(.|x_pa) falling along a grid of L at "
-                "large beta. W states no rate, so the e^{-2 beta} rate is a stricter-criterion finding; the logits "
+                "large beta, step by step and to at most half its value at the smallest L (towards 0, not to a "
+                "plateau: a uniform mixture and an anti-BMA attention, the negative controls, fail it). W states "
+                "no rate, so the e^{-2 beta} rate is a stricter-criterion finding; the logits "
                 "output is outside W's setting (W's pseudo-code outputs the mixture).")),
     statement=("Primary reading: W Theorem 1's two limits with W's mixture output (seed 000, lines 117-127); "
                "reported as findings: the rate e^{-2 beta} (stricter criterion) and the logits output reading "
@@ -389,7 +465,10 @@ W_T1 = Claim(
                "= the copy mass missed, O((L+H) e^{-2 beta}) (sim.claims.wei.construction.attention_error_bound), at "
                "every beta of a grid, and the mixture prediction is within it of bma_predictive at the largest beta. "
                "Monte Carlo tier: at large beta, the mean over prompts and positions of TV(prediction, "
-               "pi(.|x_pa(h))) decreases step by step along a grid of L (paired prompts, margin z s.e.)."),
+               "pi(.|x_pa(h))) decreases step by step along a grid of L and TV(L_max) <= TV(L_min)/2 (towards 0, not a "
+               "plateau), both on paired prompts with margin z s.e. (sim.claims.wei.construction.decide_tv_limit). "
+               "Negative controls through the same check, each must FAIL: the uniform mixture (W = 0) and the "
+               "anti-BMA attention (W = -log pi), hand-built layer 2 at beta -> inf (attention_mixture)."),
     assumptions=_ASSUMPTIONS,
     checks={"exact": _w_t1_exact, "montecarlo": _w_t1_montecarlo},
     settings={

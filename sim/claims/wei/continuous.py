@@ -14,7 +14,8 @@ from theory import bilinear_logits, gaussian_bma_logits
 
 from ...montecarlo import mean_estimate
 from ...sampling import random_recursive_parents
-from ...verdict import Assumption, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
+from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
+                        tier_verdict)
 from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 
 _ASSUMPTIONS = ("A orthogonal", "0 < |rho| < 1")
@@ -165,6 +166,41 @@ def _w_p2_exact(ctx: Context) -> TierResult:
 
 
 # --------------------------------------------------------------------------- Monte Carlo --
+def decide_gap(ok_bma: dict, ok_model: dict, seed: int, z: float) -> dict:
+    """The Monte Carlo tier's deciding check (W section 8.2: a marked gap at small L that closes as L
+    grows): ``ok_*[L]`` are per-prompt parent-selection accuracies (mean over positions), paired
+    across the two predictors and nested across L.
+
+    gap(L) = acc(BMA) - acc(model); HELD when ``gap(L_min) > 0`` and ``gap(L_min) - gap(L_max) > 0``,
+    both beyond ``z`` s.e. (paired). Returns ``{"outcome", "gaps": {L: Estimate}, "shrink", "line"}``;
+    it runs on the bilinear score W = A and on every control predictor alike.
+    """
+    Ls = sorted(ok_bma)
+    diffs = {L: ok_bma[L] - ok_model[L] for L in Ls}
+    gaps = {L: mean_estimate(diffs[L], seed) for L in Ls}
+    shrink = mean_estimate(diffs[Ls[0]] - diffs[Ls[-1]], seed)
+    first = gaps[Ls[0]]
+    outs = [compare(first.value, 0.0, stderr=first.stderr, z=z), compare(shrink.value, 0.0, stderr=shrink.stderr, z=z)]
+    outcome = (Outcome.VIOLATED if Outcome.VIOLATED in outs else
+               Outcome.UNDECIDED if Outcome.UNDECIDED in outs else Outcome.HELD)
+    line = (f"gap(L={Ls[0]}) = {first.value:.4g} ± {first.stderr:.2g} (needs > 0); gap(L={Ls[0]}) - gap(L={Ls[-1]}) = "
+            f"{shrink.value:.4g} ± {shrink.stderr:.2g} (needs > 0, {z:g} s.e.)")
+    return {"outcome": outcome, "gaps": gaps, "shrink": shrink, "line": line}
+
+
+#: The controls of the Monte Carlo tier: parent selectors in place of the bilinear score, run through
+#: :func:`decide_gap`. Each maps ``(scores of W = A (n, h), rng)`` to its scores ``(n, h)`` (argmax picks);
+#: the score is linear in W, so W = -A scores ``-(scores of W = A)``.
+_GAP_CONTROLS = (
+    ("bilinear score with W = -A (anti-aligned)",
+     "a fixed bilinear map that ranks the parent last: more context makes it surer of a wrong node",
+     lambda s_A, rng: -s_A),
+    ("uniform random guess among h' < h",
+     "ignores the context: its accuracy never grows with L, so the gap to BMA cannot close",
+     lambda s_A, rng: rng.random(s_A.shape)),
+)
+
+
 def _w_p2_montecarlo(ctx: Context) -> TierResult:
     import matplotlib
 
@@ -183,9 +219,8 @@ def _w_p2_montecarlo(ctx: Context) -> TierResult:
     rng_fit = ctx.rng("mc/fit")
     parents = random_recursive_parents(ctx.rng("mc/tree"), H, n)
     x_all = _sample(rng, A, rho, parents, Ls[-1])  # (n, Lmax, H, d): nested in L, paired across L
-    gaps = {"W = A (any c > 0)": {}, "least-squares W": {}}
-    acc_bma = {}
-    diffs = {"W = A (any c > 0)": {}, "least-squares W": {}}
+    ok = {name: {} for name in ("BMA", "W = A (any c > 0)", "least-squares W") + tuple(c[0] for c in _GAP_CONTROLS)}
+    rng_guess = np.random.default_rng(ctx.seed_for("mc/controls"))
     W_fits = {}
     for L in Ls:
         ctx.progress(f"W.P2 montecarlo L={L}")
@@ -195,32 +230,29 @@ def _w_p2_montecarlo(ctx: Context) -> TierResult:
         xf = _sample(rng_fit, A, rho, par_f, L)
         W_fit, _ = _ls_fit(xf, [_bma_logits(xf, A, rho, h) for h in range(2, H)], H)
         W_fits[L] = W_fit
-        ok_b, ok_a, ok_w = np.zeros(n), np.zeros(n), np.zeros(n)
+        hits = {name: 0.0 for name in ok}
         for h in range(2, H):
-            pa = parents[:, h]
-            ok_b += _bma_logits(x, A, rho, h).argmax(1) == pa
-            ok_a += bilinear_logits(x, A, h).argmax(1) == pa
-            ok_w += bilinear_logits(x, W_fit, h).argmax(1) == pa
-        ok_b, ok_a, ok_w = ok_b / (H - 2), ok_a / (H - 2), ok_w / (H - 2)
-        acc_bma[L] = mean_estimate(ok_b, seed)
-        diffs["W = A (any c > 0)"][L] = ok_b - ok_a
-        diffs["least-squares W"][L] = ok_b - ok_w
-        for name in gaps:
-            gaps[name][L] = mean_estimate(diffs[name][L], seed)
+            s_A = bilinear_logits(x, A, h)  # (n, h)
+            scores = {"BMA": _bma_logits(x, A, rho, h), "W = A (any c > 0)": s_A,
+                      "least-squares W": bilinear_logits(x, W_fit, h)}
+            scores.update({name: f(s_A, rng_guess) for name, _, f in _GAP_CONTROLS})
+            for name, sc in scores.items():
+                hits[name] = hits[name] + (sc.argmax(1) == parents[:, h])
+        for name in ok:
+            ok[name][L] = hits[name] / (H - 2)
+    acc_bma = {L: mean_estimate(ok["BMA"][L], seed) for L in Ls}
+    decision = {name: decide_gap(ok["BMA"], ok[name], seed, ctx.z) for name in ok if name != "BMA"}
+    gaps = {name: decision[name]["gaps"] for name in ("W = A (any c > 0)", "least-squares W")}
     tol = s["gap_tol"]
     verdicts, closed, numbers = {}, {}, []
     for name in gaps:
         g = gaps[name]
-        first, last = g[Ls[0]], g[Ls[-1]]
-        shrink = mean_estimate(diffs[name][Ls[0]] - diffs[name][Ls[-1]], seed)
-        # W section 8.2: a marked gap at small L that closes as L grows (positive, then shrinking)
-        outs = [compare(first.value, 0.0, stderr=first.stderr, z=ctx.z),
-                compare(shrink.value, 0.0, stderr=shrink.stderr, z=ctx.z)]
-        verdicts[name] = (Outcome.VIOLATED if Outcome.VIOLATED in outs else
-                          Outcome.UNDECIDED if Outcome.UNDECIDED in outs else Outcome.HELD)
+        last = g[Ls[-1]]
+        verdicts[name] = decision[name]["outcome"]
         closed[name] = compare(last.value, tol, stderr=last.stderr, z=ctx.z, direction="<=")
         numbers += [g[L].number(f"{name}: accuracy gap BMA - bilinear at L={L}") for L in Ls]
-        numbers.append(shrink.number(f"{name}: gap(L={Ls[0]}) - gap(L={Ls[-1]}) (paired)", tolerance=0.0))
+        numbers.append(decision[name]["shrink"].number(f"{name}: gap(L={Ls[0]}) - gap(L={Ls[-1]}) (paired)",
+                                                       tolerance=0.0))
     numbers += [acc_bma[L].number(f"BMA parent-selection accuracy at L={L}") for L in Ls]
     deciding = "W = A (any c > 0)"
     conclusion = verdicts[deciding]
@@ -240,6 +272,10 @@ def _w_p2_montecarlo(ctx: Context) -> TierResult:
         assumptions=assumptions, numbers=numbers, counterexample=cex, budget=budget)
     if not all(a.holds for a in assumptions):
         res.conclusion_without_assumptions = f"{conclusion.value} on the input that breaks an assumption"
+    for name, mechanism, _ in _GAP_CONTROLS:
+        dc = decision[name]
+        res.controls.append(Control(name, mechanism, tier_verdict(assumptions, dc["outcome"]), dc["line"],
+                                    numbers=(dc["shrink"].number(f"{name}: gap(L={Ls[0]}) - gap(L={Ls[-1]})"),)))
     res.readings.append({"name": f"{deciding}: gap positive at L={Ls[0]} and shrinking (decides)",
                          "verdict": res.verdict.value,
                          "detail": ", ".join(f"L={L}: {gaps[deciding][L].value:.4f}±{gaps[deciding][L].stderr:.2g}"
@@ -293,8 +329,9 @@ W_P2 = Claim(
         review=("The logit form and 'no bilinear W' are exact statements, decided symbolically and exactly. "
                 "Section 8.2's empirical statement is read as W words it: a gap at small L that closes as L grows "
                 "(positive at the smallest L, shrinking), for the construction's bilinear score W = A and for the "
-                "trained transformer. 'Closed below a fixed tolerance' is stricter than 'comparable' (a finding), and "
-                "a least-squares-fitted W is another model than W's construction (a finding).")),
+                "trained transformer; the same check must fail selectors whose gap does not close (W = -A, a random "
+                "guess: negative controls). 'Closed below a fixed tolerance' is stricter than 'comparable' (a "
+                "finding), and a least-squares-fitted W is another model than W's construction (a finding).")),
     statement=("Primary reading: W Proposition 2 and section 8.2 (seed 000, lines 233-247): exact logit form with "
                "c2 != 0, no bilinear W, and a parent-selection gap that is positive at small L and shrinks as L "
                "grows; reported as findings: the gap closed below a fixed tolerance at the largest L (stricter), and "
@@ -308,8 +345,9 @@ W_P2 = Claim(
                "same fit reproduces the logits of a random bilinear W exactly (< 1e-9). Monte Carlo: the parent-"
                "selection accuracy of the BMA posterior minus that of the bilinear score with W = A (any c > 0 ranks "
                "the same; deciding) and with a least-squares-fitted W (a finding), paired prompts nested "
-               "across a grid of L: positive at the smallest L and shrinking (both beyond z s.e.); below gap_tol at the "
-               "largest L is a finding."),
+               "across a grid of L: positive at the smallest L and shrinking (both beyond z s.e.; decide_gap); below "
+               "gap_tol at the largest L is a finding. Negative controls through the same check, each must FAIL: "
+               "the bilinear score with W = -A, and a uniform random guess."),
     assumptions=_ASSUMPTIONS,
     checks={"symbolic": _w_p2_symbolic, "exact": _w_p2_exact, "montecarlo": _w_p2_montecarlo,
             "trained": _w_p2_trained},

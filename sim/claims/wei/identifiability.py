@@ -40,7 +40,7 @@ from theory.largedev import pairwise_error_exact_path
 
 from ...montecarlo import Estimate, mean_estimate, proportion_estimate
 from ...sampling import random_recursive_parents, sample_tree_sequences
-from ...verdict import (Assumption, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
+from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
 from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from ..inputs import UNIFORM_FALLBACK as UNIFORM_NAME
@@ -619,6 +619,44 @@ def _rate_check(measured, se, claimed, model_tol, z, resolution):
     return Outcome.HELD if err <= resolution else Outcome.UNDECIDED
 
 
+def decide_rate(Lis, ests, corr, claimed, law, z, resolution) -> dict:
+    """The Monte Carlo tier's deciding check: the decay rate measured from error estimates
+    ``ests[L]`` (an :class:`Estimate` per L) against the exponent under test.
+
+    Fit ``log(P/corr) + log(L)/2 = c - rate L`` by weighted least squares (:func:`_wls_rate`; ``corr``
+    divides out the lattice factor of the prefactor); VIOLATED when ``|rate - claimed|`` exceeds
+    ``z`` s.e. plus the fit's bias bound (:func:`_fit_bias_bound` from the law ``(v, p, lattice)`` of
+    the hardest pair); HELD when within it and that error resolves the exponent to ``resolution``;
+    UNDECIDED otherwise, or when fewer than two estimates are positive. It runs on BMA's error and
+    on every control predictor's error alike.
+    """
+    v, p, lattice = law
+    try:
+        rate, se, c0, chi2, L_fit, w_fit = _wls_rate(Lis, [ests[L].value / corr[L] for L in Lis],
+                                                     [ests[L].stderr / corr[L] for L in Lis], coefficients=True)
+    except ValueError as exc:  # e.g. no importance-sampling hit at the larger L
+        return {"outcome": Outcome.UNDECIDED, "rate": None, "line": f"no rate fit: {exc}"}
+    bias, b_second, b_grain = _fit_bias_bound(v, p, L_fit, w_fit, lattice)
+    err = z * se + bias
+    return {"outcome": _rate_check(rate, se, claimed, bias, z, resolution), "rate": rate, "se": se, "c0": c0,
+            "chi2": chi2, "bias": bias, "bias parts": (b_second, b_grain), "err": err,
+            "line": f"measured rate {rate:.4g} ± {se:.2g} vs exponent {claimed:.4g}: |diff| {abs(rate - claimed):.2g} "
+                    f"vs {z:g} s.e. + bias bound = {err:.2g}"}
+
+
+#: The controls of the Monte Carlo tier: predictors whose error decays at a wrong rate, measured by the
+#: same importance sampler at the same L and decided by :func:`decide_rate`. Each maps L to the number of
+#: context examples the predictor's log-odds actually sums.
+_RATE_CONTROLS = (
+    ("BMA on every second context example (half the data)",
+     "discards half the examples: its error is P(S_{L/2} >= 0), exponent half the Chernoff exponent",
+     lambda L: max(1, L // 2)),
+    ("BMA frozen after the first context example",
+     "stops learning after one example: its error P(S_1 >= 0) never decays",
+     lambda L: 1),
+)
+
+
 def _combine(outs):
     if Outcome.VIOLATED in outs:
         return Outcome.VIOLATED
@@ -657,7 +695,7 @@ def _w_t2_montecarlo(ctx: Context) -> TierResult:
                               f"min pi = {pi.min():.3g}" if a == _ASSUMPTIONS[0] else
                               f"I(x_h; x_pa) > 0 at {sum(pa_[a] for pa_ in pos_ass)} of {len(pos_ass)} positions")
                    for a in _ASSUMPTIONS]
-    numbers, readings, parts, budgets = [], [], {}, []
+    numbers, readings, parts, budgets, controls = [], [], {}, [], []
     base_rec = {"pi": record_matrix(pi), "parents": tree.parents.tolist(),
                 "root_law": "stationary" if root is None else UNIFORM_NAME}
 
@@ -750,20 +788,28 @@ def _w_t2_montecarlo(ctx: Context) -> TierResult:
             lattice = _lattice(v)
             corr = {L: math.exp(_log_prefactor(v, p, L, lattice) - math.log(bahadur_rao_prefactor(v, p, L)))
                     for L in Lis}
-            try:
-                rate, se_rate, c0, chi2, L_fit, w_fit = _wls_rate(
-                    Lis, [ests[L].value / corr[L] for L in Lis], [ests[L].stderr / corr[L] for L in Lis],
-                    coefficients=True)
-            except ValueError as exc:  # e.g. no importance-sampling hit at the larger L
-                rate = None
-                parts["measured decay rate (IS)"] = (Outcome.UNDECIDED, f"no rate fit: {exc}")
+            resolution = s["rel_tol"] * claimed
+            dec = decide_rate(Lis, ests, corr, claimed, (v, p, lattice), z, resolution)
+            # The controls: the same sampler (own stream) on the examples each wrong predictor uses.
+            seed_ctrl = ctx.seed_for("mc/controls")
+            rng_ctrl = np.random.default_rng(seed_ctrl)
+            for name, mechanism, used in _RATE_CONTROLS:
+                ests_c = {L: _is_estimate(v, p, used(L), ch.t_star, s["is_samples"], rng_ctrl, seed_ctrl) for L in Lis}
+                dc = decide_rate(Lis, ests_c, corr, claimed, (v, p, lattice), z, resolution)
+                controls.append(Control(name, mechanism, tier_verdict(assumptions, dc["outcome"]), dc["line"],
+                                        numbers=() if dc["rate"] is None else (Number(
+                                            f"{name}: measured rate", dc["rate"], stderr=dc["se"], n=s["is_samples"],
+                                            seed=seed_ctrl, tolerance=dc["err"], kind="montecarlo",
+                                            note=f"L = {Lis}; exponent under test {claimed:.4g}"),)))
+            rate = dec["rate"]
+            if rate is None:
+                parts["measured decay rate (IS)"] = (Outcome.UNDECIDED, dec["line"])
                 budgets.append(f"is_samples above {s['is_samples']} (too few hits to fit a rate)")
             if rate is not None:
+                se_rate, c0, chi2, bias, err = dec["se"], dec["c0"], dec["chi2"], dec["bias"], dec["err"]
+                b_second, b_grain = dec["bias parts"]
                 fit = (Lis, ests, rate, se_rate, c0)
-                bias, b_second, b_grain = _fit_bias_bound(v, p, L_fit, w_fit, lattice)
-                resolution = s["rel_tol"] * claimed
-                out = _rate_check(rate, se_rate, claimed, bias, z, resolution)
-                err = z * se_rate + bias
+                out = dec["outcome"]
                 numbers += [ests[L].number(f"IS: P(S_L >= 0) at L={L}", note=f"tilt t*={ch.t_star:.4g}") for L in Lis]
                 numbers += [Number("measured rate (WLS on log P + log(L)/2)", rate, stderr=se_rate, n=s["is_samples"],
                                    seed=seed_is, tolerance=err, kind="montecarlo",
@@ -838,7 +884,7 @@ def _w_t2_montecarlo(ctx: Context) -> TierResult:
     res = TierResult("montecarlo", tier_verdict(assumptions, conclusion), conclusion,
                      "; ".join(f"{k}: {o.value}" for k, (o, _) in parts.items()), assumptions=assumptions,
                      numbers=numbers, counterexample=cex, readings=readings,
-                     budget=budget if conclusion is Outcome.UNDECIDED else "")
+                     budget=budget if conclusion is Outcome.UNDECIDED else "", controls=controls)
     if not all(a.holds for a in assumptions):
         res.conclusion_without_assumptions = (
             f"{conclusion.value} on the input that breaks an assumption"
@@ -897,7 +943,9 @@ W_T2 = Claim(
                "FAIL if the measured rate misses the exponent under test by more than z s.e. plus the fit's bias "
                "bound (twice the second-order Bahadur-Rao term through the fit's weights, plus the granularity band), "
                "PASS within it when that total resolves the exponent to rel_tol, INCONCLUSIVE otherwise; (iii) the IS "
-               "estimator agrees with plain MC on simulated contexts and with the exact error at d = 2. Finding "
+               "estimator agrees with plain MC on simulated contexts and with the exact error at d = 2. Negative "
+               "controls through (ii)'s check (decide_rate), each must FAIL: BMA on every second example (exponent "
+               "halved) and BMA frozen after the first example (no decay), measured by the same sampler. Finding "
                "(stricter criterion): the exact d = 2 error approaches the Bahadur-Rao form, judged by whether "
                "|log P_exact - log P_BR| shrinks from the lower to the upper half of the L grid. A draw without a "
                "unique stationary law gets the uniform root law (named in its record)."),
@@ -935,7 +983,9 @@ W_T2 = Claim(
                  "lines 199-207), L iid context examples, the exact BMA posterior (Theorem 1's transformer at "
                  "beta -> inf); default prior Dirichlet(1) rows floored at gamma/d, gamma = 0.2, stationary root."),
         review=("The limit and its exponent are what W claims; the exponent of an exact error is a limit, so it is "
-                "checked against the exact local rate with the tolerance Bahadur-Rao's own next-order term gives. "
+                "checked against the exact local rate with the tolerance Bahadur-Rao's own next-order term gives; the "
+                "measured rate's check must also fail predictors that decay at half the exponent or not at all "
+                "(negative controls). "
                 "Whether the finite-L error also matches the Bahadur-Rao prefactor (an asymptotic statement with "
                 "O(1/L) corrections, not in W) is a stricter criterion, reported as a finding and never deciding.")),
 )

@@ -7,9 +7,10 @@ import pytest
 
 from sim.claims.wei.construction import W_T1, _fit_rate, attention_error_bound
 from sim.priors import Point
-from sim.verdict import FindingKind, Verdict
+from sim.verdict import FindingKind, Outcome, Verdict
 
-SMALL = {"n_matrices": 1, "dims": (2, 3), "n_contexts": 6, "L": 3, "H": 4, "mc_L": (1, 4, 16), "mc_prompts": 120,
+# The Monte Carlo grid reaches L = 48: the deciding check asks TV(L_max) <= TV(L_min) / 2, which L = 16 need not show.
+SMALL = {"n_matrices": 1, "dims": (2, 3), "n_contexts": 6, "L": 3, "H": 4, "mc_L": (1, 4, 48), "mc_prompts": 120,
          "mc_matrices": 1, "mc_H": 5}
 
 
@@ -110,3 +111,51 @@ def test_an_unmeasurable_rate_is_an_inconclusive_finding_not_a_fail(run):
     rate = next(f for f in t.findings if f.kind is FindingKind.STRICTER)
     assert rate.verdict is Verdict.INCONCLUSIVE and "not measurable" in rate.detail
     assert any(n.name == "matrices whose rate is not measurable" and n.value == 1 for n in t.numbers)
+
+
+# ------------------------------------------------------------------- negative controls (issue 20) --
+def test_montecarlo_controls_all_fail_and_are_reported(run):
+    """The uniform mixture (W = 0) and the anti-BMA attention (W = -log pi) go through the tier's own
+    deciding check (decide_tv_limit) and FAIL it; the construction PASSes."""
+    mc = run(W_T1, tiers=("montecarlo",)).tiers[0]
+    assert mc.verdict is Verdict.PASS, mc.summary
+    assert [c.name.split(" (")[0] for c in mc.controls] == ["uniform mixture", "anti-BMA construction"]
+    for c in mc.controls:
+        assert c.verdict is Verdict.FAIL, (c.name, c.deciding)
+        assert "TV(L=1) - 2 TV(L=48)" in c.deciding and c.numbers[0].value < 0
+
+
+def test_the_anti_bma_construction_fails_the_montecarlo_tier(run):
+    """A wrong mechanism in the real torch model: W_KQ = blockdiag(-log pi) sends the layer-2 attention to
+    the least likely position, and the prediction moves away from pi(.|x_pa) as L grows."""
+    res = run(W_T1.variant(W_block=lambda pi: -np.log(pi)), tiers=("montecarlo",))
+    assert res.verdict is Verdict.FAIL, res.tiers[0].summary
+
+
+def test_the_hand_built_layer_is_the_construction_at_large_beta():
+    """attention_mixture (the controls' layer 2) with W = log pi is the torch construction's mixture output."""
+    from sim.claims.wei.construction import _build, _forward, attention_mixture
+    from sim.sampling import random_recursive_parents, sample_w_prompts
+
+    rng = np.random.default_rng(3)
+    pi = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]])
+    tokens = sample_w_prompts(rng, pi, random_recursive_parents(rng, 5, 40), 6)  # (40, 7, 5)
+    logp, _ = _forward(_build(pi, 6, 5, 30.0, {"W_block": np.log}, "mixture"), tokens)
+    assert np.abs(np.exp(logp) - attention_mixture(tokens, pi, np.log(pi), 6)).max() < 1e-9
+
+
+def test_decide_tv_limit_needs_the_error_to_head_for_zero():
+    """The boundary of the deciding check on paired synthetic TVs: a decay to 0 holds; a plateau, and a
+    decrease that levels off above half its start, are violations."""
+    from sim.claims.wei.construction import decide_tv_limit
+
+    noise = np.random.default_rng(0).normal(0, 0.005, 400)
+    Ls = (1, 4, 16, 48)
+    to_zero = {L: 0.1 * np.exp(-L / 16) + noise / L for L in Ls}
+    plateau = {L: 0.1 + noise for L in Ls}
+    levels_off = {L: 0.06 + 0.04 * np.exp(-L / 8) + noise for L in Ls}
+    assert decide_tv_limit(to_zero, 0, 3.0)["outcome"] is Outcome.HELD
+    assert decide_tv_limit(plateau, 0, 3.0)["outcome"] is Outcome.VIOLATED
+    dec = decide_tv_limit(levels_off, 0, 3.0)
+    assert all(e.value > 0 for _, _, e in dec["steps"])  # it does decrease, step by step...
+    assert dec["outcome"] is Outcome.VIOLATED and dec["halving_outcome"] is Outcome.VIOLATED  # ...but not towards 0

@@ -6,7 +6,7 @@ import pytest
 
 from sim.claims.wei.continuous import W_P2, _bma_logits, _ls_fit, orthogonal_matrix, _sample
 from sim.sampling import random_recursive_parents
-from sim.verdict import FindingKind, Verdict
+from sim.verdict import FindingKind, Outcome, Verdict
 from theory import bilinear_logits, gaussian_bma_logits
 
 # The trained tier has its own tests (test_wei_trained.py).
@@ -83,3 +83,38 @@ def test_local_logits_match_theory_and_ls_fit_detects_quadratic():
     W0 = rng.standard_normal((3, 3))
     W, rel0 = _ls_fit(x, [bilinear_logits(x, W0, h) for h in range(2, 5)], 5)
     assert rel0 < 1e-10 and np.allclose(W, W0, atol=1e-8)
+
+
+# ------------------------------------------------------------------- negative controls (issue 20) --
+def test_montecarlo_controls_all_fail_and_are_reported(run):
+    """The anti-aligned bilinear score W = -A and a uniform random guess go through the tier's own deciding
+    check (decide_gap) and FAIL it: their gap to BMA grows with L instead of closing."""
+    mc = run(W_P2, tiers=("montecarlo",)).tiers[0]
+    assert mc.verdict is Verdict.PASS, mc.summary
+    assert [c.name for c in mc.controls] == ["bilinear score with W = -A (anti-aligned)",
+                                             "uniform random guess among h' < h"]
+    for c in mc.controls:
+        assert c.verdict is Verdict.FAIL, (c.name, c.deciding)
+        assert c.numbers[0].value < 0  # gap(L_min) - gap(L_max): it grows
+
+
+def test_decide_gap_catches_a_selector_that_stops_learning():
+    """A wrong mechanism, not a threshold: BMA that keeps only its first context example matches BMA at
+    L = 1 (no gap there) and falls behind as L grows; the deciding check fails it."""
+    from sim.claims.wei.continuous import decide_gap
+
+    rng = np.random.default_rng(0)
+    A = orthogonal_matrix(rng, 3)
+    H, Ls = 6, (1, 4, 32)
+    parents = random_recursive_parents(rng, H, 800)
+    x = _sample(rng, A, 0.8, parents, Ls[-1])
+
+    def accuracy(score, L):
+        return sum(score(x[:, :L], h).argmax(1) == parents[:, h] for h in range(2, H)) / (H - 2)
+
+    bma = {L: accuracy(lambda y, h: _bma_logits(y, A, 0.8, h), L) for L in Ls}
+    frozen = {L: bma[1] for L in Ls}
+    dec = decide_gap(bma, frozen, 0, 3.0)
+    assert dec["outcome"] is Outcome.VIOLATED and dec["shrink"].value < 0, dec["line"]
+    bilinear = {L: accuracy(lambda y, h: bilinear_logits(y, A, h), L) for L in Ls}
+    assert decide_gap(bma, bilinear, 0, 3.0)["outcome"] is Outcome.HELD  # W's bilinear score W = A: the gap closes

@@ -9,7 +9,7 @@ import pytest
 from sim.claims.wei.dynamics import LOGITS_WITNESS, UNIFORM_ROOT_WITNESS, W_T3, _autograd_gradients, _bonferroni_z
 from sim.priors import Point
 from sim.sampling import sample_w_prompts
-from sim.verdict import FindingKind, Verdict
+from sim.verdict import FindingKind, Outcome, Verdict
 from theory import CausalTree, mutual_information, pairwise_joint, wei_chi2_signal, wei_gradient_at_zero
 
 SMALL = {"n_matrices": 2, "dims": (2, 3), "H": 5, "trees_per_matrix": 1, "max_examples": 15, "max_H": 5,
@@ -171,3 +171,34 @@ def test_reducible_prior_falls_back_to_the_uniform_root_and_the_property_tier_na
     assert prop.conclusion_without_assumptions
     if prop.counterexample:  # a counterexample on a draw that breaks an assumption, with its root law
         assert prop.counterexample["root_law"] == "uniform (stationary law not unique)"
+
+
+# ------------------------------------------------------------------- negative controls (issue 20) --
+def test_montecarlo_controls_all_fail_and_are_reported(run):
+    """Targets from a wrong graph and the gradient of the negated loss go through the tier's own deciding
+    check (decide_gradient: argmax at the parent, agreement with the exact G) and FAIL it."""
+    mc = run(W_T3, tiers=("montecarlo",)).tiers[0]
+    assert mc.verdict is Verdict.PASS, mc.summary
+    names = [c.name.split(" (")[0] for c in mc.controls]
+    assert names == ["targets from a wrong graph", "gradient of the negated loss"]
+    for c in mc.controls:
+        assert c.verdict is Verdict.FAIL, (c.name, c.deciding)
+        assert c.deciding.startswith("smallest MC margin") and c.numbers[0].value < 0
+
+
+def test_decide_gradient_catches_a_gradient_that_follows_another_graph():
+    """A wrong mechanism, not a threshold: autograd gradients of data drawn from another tree point at that
+    tree's parents; judged against the claimed tree, the margin at the parent is significantly negative."""
+    from theory import stationary
+
+    from sim.claims.wei.dynamics import _wrong_graph, decide_gradient
+
+    pi = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]])
+    parents = np.array([-1, 0, 1, 1, 2])
+    exact = {h: wei_gradient_at_zero(pi, parents, h) for h in range(2, 5)}
+    claimed = {h: int(parents[h]) for h in range(2, 5)}
+    rng = np.random.default_rng(0)
+    for tree, outcome in ((parents, Outcome.HELD), (_wrong_graph(parents), Outcome.VIOLATED)):
+        tokens = sample_w_prompts(rng, pi, np.broadcast_to(tree, (8000, 5)), 1, roots=stationary(pi))
+        dec = decide_gradient(_autograd_gradients(pi, 1, tokens, "mixture"), exact, claimed, 3.0, 0)
+        assert dec["outcome"] is outcome and dec["outcome_argmax"] is outcome, dec["line"]

@@ -14,7 +14,7 @@ from sim.claims.wei.identifiability import (WINDOWS_T, W_T2, _band, _band_bounds
                                             _select_decay_pair, _support_gap_bound, _wls_rate)
 from sim.priors import Point
 from sim.verdict import FindingKind, Outcome, Verdict
-from theory import CausalTree, chernoff_exponent, llr_law, pairwise_error_exact
+from theory import CausalTree, bahadur_rao_prefactor, chernoff_exponent, llr_law, pairwise_error_exact
 from theory.largedev import pairwise_error_exact_path
 
 SMALL = {"n_matrices": 2, "dims": (2, 3), "H": 5, "mc_H": 5, "br_maxL": 120, "plain_L": (4, 16, 64, 256),
@@ -251,3 +251,37 @@ def test_mass_below_one_at_the_largest_l_is_inconclusive_not_a_fail(run):
     res = run(W_T2, tiers=("montecarlo",), plain_L=(2, 4), mass_eps=1e-6)
     t = res.tiers[0]
     assert t.verdict is Verdict.INCONCLUSIVE and "plain_L up to" in t.budget
+
+
+# ------------------------------------------------------------------- negative controls (issue 20) --
+def test_montecarlo_controls_all_fail_the_rate_check_and_are_reported(run):
+    """BMA on every second example (exponent halved) and BMA frozen after one example (no decay), measured
+    by the same importance sampler, FAIL the tier's own rate check (decide_rate); BMA PASSes it."""
+    mc = run(W_T2, tiers=("montecarlo",)).tiers[0]
+    assert mc.verdict is Verdict.PASS, mc.summary
+    assert [c.name for c in mc.controls] == ["BMA on every second context example (half the data)",
+                                             "BMA frozen after the first context example"]
+    assert all(c.verdict is Verdict.FAIL and c.deciding.startswith("measured rate") for c in mc.controls)
+    exponent = next(n.value for n in mc.numbers if n.name == "exponent under test (claimed)")
+    half, frozen = (c.numbers[0] for c in mc.controls)
+    assert abs(half.value - exponent / 2) <= half.tolerance  # it does measure half the exponent
+    assert frozen.value <= frozen.tolerance  # and no decay at all (log(L)/2 of the fit makes it slightly < 0)
+
+
+@pytest.mark.parametrize("fraction, outcome", [(1.0, Outcome.HELD), (0.75, Outcome.VIOLATED), (0.5, Outcome.VIOLATED)])
+def test_decide_rate_tells_bma_from_a_predictor_that_uses_a_fraction_of_the_examples(fraction, outcome):
+    """The boundary of the deciding check: a predictor that sums the log-odds of only a fraction of the L
+    examples decays at that fraction of the Chernoff exponent; 3/4 of it is already caught."""
+    from sim.claims.wei.identifiability import decide_rate
+
+    pi = np.array([[0.8, 0.2], [0.2, 0.8]])  # Z on the lattice log(4) Z: no granularity band to bound
+    v, p = llr_law(pi, [-1, 0, 1, 0], 2, 0)
+    ch = chernoff_exponent(v, p)
+    assert _lattice(v) is not None
+    Lis = sorted({int(round(x / ch.rate)) for x in (4, 6, 8, 10, 12)})
+    rng = np.random.default_rng(1)
+    ests = {L: _is_estimate(v, p, max(1, int(round(fraction * L))), ch.t_star, 20000, rng, 1) for L in Lis}
+    lattice = _lattice(v)
+    corr = {L: math.exp(_log_prefactor(v, p, L, lattice)) / bahadur_rao_prefactor(v, p, L) for L in Lis}
+    dec = decide_rate(Lis, ests, corr, ch.rate, (v, p, lattice), 3.0, 0.1 * ch.rate)
+    assert dec["outcome"] is outcome, dec["line"]
