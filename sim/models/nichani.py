@@ -123,9 +123,10 @@ class ReducedModel(nn.Module):
         X = F.one_hot(tokens, self.S).to(self.A2.dtype)  # (B, T, S)
         A1 = self.A1[:T, :T].masked_fill(~_causal_mask(T, tokens.device), float("-inf"))  # (T, T)
         a1 = self.layer1["pattern"](torch.softmax(A1, dim=-1))  # (T, T)
-        C = a1 @ X  # (B, T, S): c_i, the (soft) copied parent token
         q = self.A2[tokens[:, -1]]  # (B, S): row s_T of A2 = A2^T e_{s_T}
-        s2 = self.layer2["scores"]((C @ q.unsqueeze(-1)).squeeze(-1))  # (B, T): e_{s_T}^T A2 c_i
+        # e_{s_T}^T A2 c_i with c_i = sum_j a1[i, j] e_{s_j} (the soft copied parent token), summed
+        # over j directly: O(B T^2) instead of forming c_i, O(B T^2 S)
+        s2 = self.layer2["scores"](q.gather(1, tokens) @ a1.T)  # (B, T)
         a2 = self.layer2["pattern"](torch.softmax(s2, dim=-1))  # (B, T)
         return (a2.unsqueeze(1) @ X).squeeze(1)  # (B, S)
 
