@@ -28,7 +28,8 @@ import numpy as np
 from theory.errors import TheoryError
 from theory.graphs import validate
 
-__all__ = ["GraphFileError", "GRAPH_FILE_FORMATS", "read_graph", "draw_graph", "graph_layout"]
+__all__ = ["GraphFileError", "GRAPH_FILE_FORMATS", "read_graph", "draw_graph", "graph_layout", "counterexample_graph",
+           "draw_counterexample"]
 
 #: What ``--graph FILE`` accepts, for ``--help`` and the README.
 GRAPH_FILE_FORMATS = ("a graph file: .graphml (networkx GraphML), .json (a parent list, networkx node-link or "
@@ -191,10 +192,13 @@ def draw_graph(ax, g, *, title: str | None = None, highlight: dict[int, str] | N
                    zorder=3)
         if g.number_of_nodes() <= 40:
             ax.annotate(str(v), (x, y), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=6)
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
     ax.set_xlabel("position")
-    ax.set_yticks(sorted({y for _, y in pos.values()}))
-    ax.set_yticklabels([str(int(-y)) for y in sorted({y for _, y in pos.values()})])
     ax.set_ylabel("depth")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{int(round(-y))}"))
     ax.margins(0.08, 0.25)
     ax.set_title(title or g.graph.get("name") or "causal graph", fontsize=8)
     from matplotlib.lines import Line2D
@@ -204,3 +208,44 @@ def draw_graph(ax, g, *, title: str | None = None, highlight: dict[int, str] | N
     if query is not None:
         handles.append(Line2D([], [], marker="*", ls="", mfc="tab:red", mec="k", ms=10, label="query"))
     ax.legend(handles=handles, fontsize=6, loc="lower right")
+
+
+def counterexample_graph(cex) -> nx.DiGraph | None:
+    """The causal graph a counterexample record is about, or None when it names none.
+
+    Records keep the graph as ``parents`` (one parent per node, ``-1`` for roots) or
+    ``parent_sets``; ``h`` (the query) and ``h_prime`` (a competitor), when present, are marked."""
+    if not isinstance(cex, dict):
+        return None
+    from theory.errors import TheoryError
+    from theory.graphs import from_parent_sets, from_parents
+
+    try:
+        if isinstance(cex.get("parents"), list) and cex["parents"] and all(isinstance(p, int) for p in cex["parents"]):
+            g = from_parents(cex["parents"])
+        elif isinstance(cex.get("parent_sets"), list) and cex["parent_sets"]:
+            g = from_parent_sets([tuple(p) for p in cex["parent_sets"]])
+        else:
+            return None
+    except (TheoryError, TypeError, ValueError):
+        return None  # a record whose graph is not a valid one is shown as text only
+    h = cex.get("h")
+    g.graph["query"] = h if isinstance(h, int) and h in g else None
+    g.graph["name"] = f"{cex.get('graph') or 'graph'} of the counterexample"
+    return g
+
+
+def draw_counterexample(ctx, cex, name: str, title: str) -> str | None:
+    """Draw the counterexample's graph to ``figures/<claim>-<name>.png``; None when it has none."""
+    g = counterexample_graph(cex)
+    if g is None:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    hp = cex.get("h_prime")
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.35 * g.number_of_nodes() + 2), 3.2))
+    draw_graph(ax, g, title=title, highlight={hp: "tab:orange"} if isinstance(hp, int) and hp in g else None)
+    return ctx.save_figure(fig, name)

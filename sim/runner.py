@@ -130,6 +130,7 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
             res = _checked(claim.checks[tier](ctx), claim, tier)
         except (Exception, SystemExit) as exc:  # a crash (or an exit) is that claim's ERROR, never the run's end
             res = crash_result(tier, exc)
+        _draw_counterexamples(ctx, res)
         res.elapsed_s = round(time.perf_counter() - t1, 3)
         results.append(res)
     note = ""
@@ -144,6 +145,27 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         seed=ctx.seed_for("claim"), config_hash=config.digest(),
         elapsed_s=round(time.perf_counter() - t0, 3), note=note, primary_reading=primary,
         headline=headline(verdict, (f for r in results for f in r.findings)))
+
+
+def _draw_counterexamples(ctx: Context, res) -> None:
+    """Draw the causal graph of a failing tier's counterexample and of each failing finding's,
+    beside the record itself (a reader should not rebuild a tree from a parent list)."""
+    from .graphs import draw_counterexample
+
+    cases = []
+    if res.verdict in (Verdict.FAIL, Verdict.ASSUMPTION_UNMET) and res.counterexample:
+        cases.append((res.counterexample, f"{res.tier}-counterexample-graph", f"{ctx.claim.id} {res.tier}: counterexample"))
+    for k, f in enumerate(res.findings):
+        if f.verdict is Verdict.FAIL and f.counterexample:
+            cases.append((f.counterexample, f"{res.tier}-finding{k + 1}-graph",
+                          f"{ctx.claim.id} finding ({f.kind}): counterexample"))
+    for cex, name, title in cases:
+        try:
+            path = draw_counterexample(ctx, cex, name, title)
+        except Exception as exc:  # a drawing never takes the verdict down
+            path, res.summary = None, res.summary + f" (the counterexample's graph could not be drawn: {exc})"
+        if path:
+            res.figures.append(path)
 
 
 def _checked(res, claim: Claim, tier: str):

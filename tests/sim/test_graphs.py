@@ -107,3 +107,24 @@ def test_drawing_marks_roots_and_the_query():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == ["root", "child", "query"]
     plt.close(fig)
+
+
+def test_a_failing_tier_and_a_failing_finding_get_their_counterexample_graph_drawn(tmp_path):
+    from sim.claims.base import Claim, Source
+    from sim.runner import RunConfig, run
+    from sim.verdict import Finding, Outcome, TierResult, Verdict
+
+    cex = {"pi": [[0, 1], [1, 0]], "parents": [-1, 0, 1, 0], "h": 3, "h_prime": 2}
+
+    def check(ctx):
+        return TierResult("exact", Verdict.FAIL, Outcome.VIOLATED, "violated", counterexample=cex,
+                          findings=[Finding("literal statement", "r", "FAIL", "d", counterexample={"parents": [-1, 0]}),
+                                    Finding("literal statement", "r2", "PASS", "d2", counterexample=cex)])
+    claim = Claim(id="T.DRAW", title="drawn", source=Source("T", "Lemma"), statement="s", assumptions=(),
+                  checks={"exact": check}, settings={"quick": {"tiers": ("exact",)}})
+    run(RunConfig(profile="quick"), [claim], out_dir=tmp_path, show_progress=False)
+    doc = json.loads((tmp_path / "results.json").read_text())
+    figs = doc["claims"][0]["tiers"][0]["figures"]
+    assert figs == ["figures/T.DRAW-exact-counterexample-graph.png", "figures/T.DRAW-exact-finding1-graph.png"]
+    assert all((tmp_path / f).stat().st_size > 1000 for f in figs)
+    assert "T.DRAW-exact-counterexample-graph.png" in (tmp_path / "report.md").read_text()

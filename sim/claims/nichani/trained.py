@@ -22,8 +22,10 @@ import numpy as np
 import torch
 
 from theory.dirichlet import dirichlet_row_entropy
+from theory.graphs import from_parents
 
 from ...bayes_nichani import best_mixture_losses
+from ...graphs import draw_graph
 from ...models.nichani import ReducedModel
 from ...montecarlo import Estimate, mean_estimate
 from ...priors import Dirichlet, Floor, Prior
@@ -422,7 +424,12 @@ def _k1_literal_finding(per_T, Ts, lstar, z: float) -> Finding:
 def _k1_figures(ctx, per_T, Ts, models, factor: float, eps_fixed: float) -> list[str]:
     plt = pyplot()
     out = []
-    fig, axes = plt.subplots(2, len(Ts), figsize=(3.2 * len(Ts), 6.2), squeeze=False)
+    fig = plt.figure(figsize=(3.2 * len(Ts) + 4.2, 6.2))
+    grid = fig.add_gridspec(2, len(Ts) + 1, width_ratios=[1.3] + [1] * len(Ts))
+    par0 = per_T[Ts[0]]["par"]
+    draw_graph(fig.add_subplot(grid[:, 0]), from_parents(par0, name=f"the graph, T={Ts[0]} ({ctx.settings['graph']})",
+                                                         query=len(par0) - 1))
+    axes = np.array([[fig.add_subplot(grid[r, k + 1]) for k in range(len(Ts))] for r in range(2)])
     for k, T in enumerate(Ts):
         _, model, _ = models[T][0]
         axes[0, k].imshow(adjacency_pattern(per_T[T]["par"]), cmap="viridis", vmin=0, vmax=1)
@@ -695,15 +702,16 @@ def _k4_trained(ctx: Context) -> TierResult:
                          "verdict": str(decision.verdict),
                          "detail": f"{decision.line}; in distribution: slope {slope_id:+.3f} ± {se_id:.2g}"})
     res.controls += controls
-    res.figures.append(_k4_figure(ctx, Ts, series, q, factor))
+    res.figures.append(_k4_figure(ctx, Ts, series, q, factor, n_graph(s["graph"], Ts[0])))
     return res
 
 
-def _k4_figure(ctx, Ts, series, q: float, factor: float) -> str:
+def _k4_figure(ctx, Ts, series, q: float, factor: float, par0: np.ndarray) -> str:
     """The ``q``-quantile of the sup error vs T (log-log), each series with its fitted slope, and
-    the steepest slope a fall to ``factor`` over the grid allows."""
+    the steepest slope a fall to ``factor`` over the grid allows; the graph (at the smallest T) beside it."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    fig, (ax, gax) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 1]})
+    draw_graph(gax, from_parents(par0, name=f"the graph, T={Ts[0]} ({ctx.settings['graph']})", query=len(par0) - 1))
     logT = np.log(Ts)
     for k, (label, (qs, slope)) in enumerate(series.items()):
         line = ax.plot(Ts, qs, "os^xdv"[k % 6] + ("-" if k < 2 else ":"), label=f"{label} (slope {slope:+.2f})")[0]
