@@ -74,6 +74,9 @@ __all__ = [
     "train_markov",
     "run_markov",
     "eval_schedule",
+    "evaluation_sets",
+    "score_predictions",
+    "run_chains",
     "nearest",
     "crossing_step",
 ]
@@ -458,33 +461,60 @@ def _se(v: np.ndarray) -> float:
     return float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
 
 
+def evaluation_sets(spec: MarkovRunSpec, P: np.ndarray | None = None,
+                    mu: np.ndarray | None = None) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]]:
+    """A run's fixed evaluation sets, ``{which: (inputs (n, N), {strategy: predictions}, targets)}``:
+    ``id`` from the training chains ``P, mu`` (finite ``K``), ``ood`` from fresh chains. They
+    depend on ``spec`` only (its ``seed`` and task), so a hand-built control model can be
+    scored afterwards on exactly the sequences the trained model was scored on."""
+    prior = _prior(spec)
+    n, L = spec.n_eval, spec.N + 1
+    rng = np.random.default_rng(_seed_for(spec.seed, "eval"))
+    names = list(spec.strategies)
+    sets = {}
+
+    def add(which, x):
+        inp = x[:, :-1]
+        sets[which] = (inp, {s: predict(s, inp, C=spec.C, alpha=spec.alpha, P=P, mu=mu) for s in names}, x[:, 1:])
+
+    if spec.K != "inf":
+        add("id", sample_sequences(rng, P, mu, n, L)[0])
+    if spec.ood or spec.K == "inf":
+        add("ood", fresh_sequences(np.random.default_rng(_seed_for(spec.seed, "ood_chains")),
+                                   np.random.default_rng(_seed_for(spec.seed, "ood_sequences")), spec.C, n, L,
+                                   alpha=spec.alpha, prior=prior)[0])
+    return sets
+
+
+def score_predictions(preds: Mapping[str, np.ndarray], logq: np.ndarray, targets: np.ndarray) -> dict[str, Any]:
+    """One evaluation row: per strategy ``(mean KL(p_s || q), its standard error)`` over the
+    sequences, ``pair_se`` (standard errors of the paired differences ``KL(a) - KL(b)``, in the
+    order of ``preds``) and the model's ``loss`` on ``targets``; ``logq`` ``(n, T, C)``."""
+    kls = {s: kl_per_sequence(p, logq) for s, p in preds.items()}  # (n,) each
+    row: dict[str, Any] = {s: (float(kl.mean()), _se(kl)) for s, kl in kls.items()}
+    names = list(kls)
+    row["pair_se"] = ([[_se(kls[a] - kls[b]) for b in names] for a in names], None)
+    nll = -np.take_along_axis(logq, targets[..., None], axis=2)[..., 0].mean(axis=1)
+    row["loss"] = (float(nll.mean()), _se(nll))
+    return row
+
+
+def run_chains(spec: MarkovRunSpec) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The run's training chains ``(P, mu)`` (``(None, None)`` for ``K = "inf"``)."""
+    if spec.K == "inf":
+        return None, None
+    return draw_chains(spec.C, spec.K, alpha=spec.alpha, chain_seed=spec.chains, prior=_prior(spec))
+
+
 class _Evaluator:
     """Fixed evaluation sets and their strategy predictions, computed once per run."""
 
     def __init__(self, spec: MarkovRunSpec, P: np.ndarray | None, mu: np.ndarray | None, device: str):
         import torch
 
-        self.sets: dict[str, tuple[Any, dict[str, np.ndarray], np.ndarray]] = {}
-        prior = _prior(spec)
-        n, L = spec.n_eval, spec.N + 1
-        rng = np.random.default_rng(_seed_for(spec.seed, "eval"))
-        names = list(spec.strategies)
-        if spec.K != "inf":
-            x, _ = sample_sequences(rng, P, mu, n, L)
-            self._add("id", x, names, spec, P, mu, device)
-        if spec.ood or spec.K == "inf":
-            x, _ = fresh_sequences(np.random.default_rng(_seed_for(spec.seed, "ood_chains")),
-                                   np.random.default_rng(_seed_for(spec.seed, "ood_sequences")), spec.C, n, L,
-                                   alpha=spec.alpha, prior=prior)
-            self._add("ood", x, names, spec, P, mu, device)
+        self.sets = {which: (torch.as_tensor(inp, device=device), preds, targets)
+                     for which, (inp, preds, targets) in evaluation_sets(spec, P, mu).items()}
         self.torch = torch
-
-    def _add(self, which, x, names, spec, P, mu, device):
-        import torch
-
-        inp = x[:, :-1]
-        preds = {s: predict(s, inp, C=spec.C, alpha=spec.alpha, P=P, mu=mu) for s in names}
-        self.sets[which] = (torch.as_tensor(inp, device=device), preds, x[:, 1:])
 
     def __call__(self, model) -> dict[str, Any]:
         torch = self.torch
@@ -494,16 +524,7 @@ class _Evaluator:
         with torch.no_grad():
             for which, (inp, preds, targets) in self.sets.items():
                 logq = torch.log_softmax(model(inp).double(), dim=-1).cpu().numpy()  # (n, T, C)
-                row = {}
-                kls = {s: kl_per_sequence(p, logq) for s, p in preds.items()}  # (n,) each
-                for s, kl in kls.items():
-                    row[s] = (float(kl.mean()), _se(kl))
-                names = list(kls)
-                # standard errors of the paired differences KL(a) - KL(b) over the same sequences
-                row["pair_se"] = ([[_se(kls[a] - kls[b]) for b in names] for a in names], None)
-                nll = -np.take_along_axis(logq, targets[..., None], axis=2)[..., 0].mean(axis=1)
-                row["loss"] = (float(nll.mean()), _se(nll))
-                out[which] = row
+                out[which] = score_predictions(preds, logq, targets)
         model.train(was_training)
         return out
 
@@ -573,9 +594,7 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         torch.set_num_threads(spec.threads)
     try:
         t_start = time.perf_counter()
-        P = mu = None
-        if spec.K != "inf":
-            P, mu = draw_chains(spec.C, spec.K, alpha=spec.alpha, chain_seed=spec.chains, prior=_prior(spec))
+        P, mu = run_chains(spec)
         evaluator = _Evaluator(spec, P, mu, device)
         sample = batch_sampler(spec, P, mu)
         gen = torch.Generator().manual_seed(_seed_for(spec.seed, "init"))

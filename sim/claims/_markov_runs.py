@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..markov_icl import MarkovRunSpec, audit_strategies, predict
+from ..markov_icl import (MarkovRunSpec, audit_strategies, evaluation_sets, kl_per_sequence, predict, run_chains,
+                          score_predictions)
 from ..sweep import run_sweep
 
 #: Phases a trained model is placed in: the four strategies of G, plus "uniform" for a model
@@ -93,9 +94,72 @@ def compact(seq: Iterable[str]) -> list[str]:
 
 
 def seeds_spread(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and standard error over seeds (0 for one seed)."""
+    """Mean and standard error over seeds, or over evaluation sequences (0 for one value)."""
     v = np.asarray(values, dtype=float)
     return float(v.mean()), (float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0)
+
+
+# ------------------------------------------------------------- negative controls ---
+# A control model is scored on the very evaluation sequences of the trained run it stands
+# beside (rebuilt from the run's parameters), so its record has the shape a training run
+# writes and goes through the claim's own deciding check unchanged.
+Predictor = Callable[[np.ndarray, str], np.ndarray]  # (inputs (n, T), set name) -> probabilities (n, T, C)
+
+
+class EvalSets:
+    """The evaluation sets of one run (:func:`sim.markov_icl.evaluation_sets`), built once from
+    the run's parameters; scores control models and the strategies against each other."""
+
+    def __init__(self, params: Mapping[str, Any]):
+        spec = MarkovRunSpec.from_dict({k: v for k, v in params.items() if k in _SPEC_FIELDS})
+        P, mu = run_chains(spec)
+        self.spec, self.P, self.mu = spec, P, mu
+        self.sets = evaluation_sets(spec, P, mu)
+
+    def record(self, steps: Sequence[float], predictors: Sequence[Predictor]) -> dict[str, Any]:
+        """A record (the shape :func:`sim.markov_icl.train_markov` writes) of a model whose
+        prediction at evaluation ``i`` (step ``steps[i]``) is ``predictors[i]``."""
+        rec: dict[str, Any] = {"steps": list(steps), "eval": {}, "pair_order": list(self.spec.strategies)}
+        for fn in predictors:
+            for which, (inp, preds, targets) in self.sets.items():
+                q = np.asarray(fn(inp, which), dtype=float)
+                with np.errstate(divide="ignore"):
+                    row = score_predictions(preds, np.log(q), targets)
+                ev = rec["eval"].setdefault(which, {})
+                for name, (v, se) in row.items():
+                    ev.setdefault(name, []).append(v)
+                    if name != "pair_se":
+                        ev.setdefault(name + "_se", []).append(se)
+        return rec
+
+    def separations(self) -> dict[str, dict[str, dict[str, tuple[float, float]]]]:
+        """``{which: {a: {b: (mean KL(p_a || p_b), its standard error)}}}`` over the sequences:
+        how far apart the strategies themselves are, measured as the model is (``p_b`` in the
+        model's place). A strategy's zero probabilities are floored at 1e-300 (a finite, very
+        large distance)."""
+        out = {}
+        for which, (_, preds, _) in self.sets.items():
+            logs = {b: np.log(np.maximum(p, 1e-300)) for b, p in preds.items()}
+            out[which] = {a: {b: seeds_spread(kl_per_sequence(preds[a], logs[b])) for b in preds if b != a}
+                          for a in preds}
+        return out
+
+
+def frozen_record(rec: Mapping[str, Any], index: int = 0) -> dict[str, Any]:
+    """``rec`` with every evaluation replaced by evaluation ``index`` (``0``: the model as
+    initialised, i.e. never trained), on the same steps."""
+    return _reindexed(rec, [index] * len(rec["steps"]))
+
+
+def reversed_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """``rec``'s evaluations in reverse order on the same steps: the same models, their
+    stages run backwards."""
+    return _reindexed(rec, list(range(len(rec["steps"]) - 1, -1, -1)))
+
+
+def _reindexed(rec, order):
+    ev = {which: {name: [vals[i] for i in order] for name, vals in row.items()} for which, row in rec["eval"].items()}
+    return {**rec, "eval": ev}
 
 
 COLORS = {"uniform": "#bbbbbb", "G1": "#9ecae1", "G2": "#08519c", "M1": "#fdae6b", "M2": "#d94801",

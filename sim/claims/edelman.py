@@ -12,7 +12,13 @@ the bigram stage down, which only lengthens the runs).
 """
 from __future__ import annotations
 
-from ..verdict import Assumption, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
+import math
+
+import numpy as np
+
+from ..markov_icl import predict_g1, predict_uniform
+from ..verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
+                       tier_verdict)
 from . import _markov_runs as mr
 from .base import Claim, PrimaryReading, Source
 
@@ -35,33 +41,114 @@ def _stages(rec, stages, z):
     return mr.compact(mr.phase_series(rec, "ood", stages)), firsts, final
 
 
+def still_approaching(rec, stage: str, z: float) -> tuple[Outcome, float, float]:
+    """Is the model still moving towards ``stage`` at the end of its run? ``KL(stage || model)``
+    at the first evaluation past half the last step minus its final value, with the two
+    evaluations' standard errors in quadrature: HELD if it still falls by more than ``z`` of
+    them. Returns ``(outcome, fall, se)``."""
+    steps, kl, se = rec["steps"], rec["eval"]["ood"][stage], rec["eval"]["ood"][stage + "_se"]
+    i = next(j for j, st in enumerate(steps) if st >= steps[-1] / 2)
+    fall, fall_se = kl[i] - kl[-1], math.hypot(se[i], se[-1])
+    return compare(fall, 0.0, stderr=fall_se, z=z), fall, fall_se
+
+
+def judge_stages(rec, stages, z) -> tuple[Outcome, dict]:
+    """The deciding check on one run, the same for the trained model and every control.
+
+    VIOLATED if the stages reached with margin come out of order, if the run ends at the last
+    stage having skipped an earlier one, or if it ends short of the last stage and is no longer
+    approaching it (:func:`still_approaching`: stuck, not slow); HELD if every stage is reached
+    with margin, in order, and the run ends at the last; UNDECIDED otherwise (still on its
+    way when the budget ran out)."""
+    seq, firsts, final = _stages(rec, STAGES, z)
+    reached = [st for st in stages if st in firsts]
+    order_ok = all(firsts[a][0] <= firsts[b][0] for a, b in zip(reached, reached[1:]))
+    ends_last = final["phase"] == stages[-1] and \
+        compare(final["margin"], 0.0, stderr=final["se"], z=z) is Outcome.HELD
+    never_nearest = [st for st in stages[:-1] if st not in seq]
+    moving, fall, fall_se = still_approaching(rec, stages[-1], z)
+    why = ""
+    if not order_ok or (ends_last and never_nearest):
+        outcome = Outcome.VIOLATED  # out of order with margin, or an earlier stage skipped altogether
+        why = "out of order" if not order_ok else f"skipped {never_nearest}"
+    elif ends_last and reached == list(stages):
+        outcome = Outcome.HELD
+    elif not ends_last and final["phase"] != stages[-1] and moving is not Outcome.HELD:
+        outcome = Outcome.VIOLATED
+        why = f"stuck at {final['phase']}"
+    else:
+        outcome = Outcome.UNDECIDED  # still on its way to the last stage when the budget ran out
+    row = {"nearest_sequence": seq, "first_step_with_margin": {k: v[0] for k, v in firsts.items()},
+           "final": {"stage": final["phase"], "margin": final["margin"], "se": final["se"], "step": final["step"]},
+           "fall_towards_last_stage_over_second_half": {"fall": fall, "se": fall_se},
+           "outcome": outcome.value, "why": why}
+    return outcome, row
+
+
+def decide_e1(records, stages, z) -> tuple[Outcome, str, list[tuple[Outcome, dict]]]:
+    """:func:`judge_stages` on every seed's run: VIOLATED if one is, UNDECIDED if one is, else
+    HELD; with the one deciding line (each seed's nearest-stage sequence)."""
+    judged = [judge_stages(rec, stages, z) for rec in records]
+    outs = [o for o, _ in judged]
+    conclusion = (Outcome.VIOLATED if Outcome.VIOLATED in outs else
+                  Outcome.UNDECIDED if Outcome.UNDECIDED in outs else Outcome.HELD)
+    line = "; ".join(" -> ".join(r["nearest_sequence"]) + f" ({o.value}{': ' + r['why'] if r['why'] else ''})"
+                     for o, r in judged) + f" (needs {' -> '.join(stages)} in every seed)"
+    return conclusion, line, judged
+
+
+def _e1_controls(ctx, params, records, stages) -> list[Control]:
+    """Wrong mechanisms through :func:`decide_e1`, each on the trained runs' own steps and
+    evaluation sequences."""
+    C = ctx.settings["C"]
+
+    def unigram_only(rec, p):
+        # in-context unigram (add-1/2 counts), approached geometrically from uniform by mid-training, then kept
+        last = rec["steps"][-1] or 1
+
+        def at(step):
+            lam = min(1.0, 2.0 * step / last)
+            return lambda x, w: _geometric(predict_uniform(x, C), predict_g1(x, C, 0.5), lam)
+
+        return mr.EvalSets(p).record(rec["steps"], [at(st) for st in rec["steps"]])
+
+    builders = [
+        ("untrained model (each run at step 0)", "random initialisation: no mechanism learned",
+         lambda rec, p: mr.frozen_record(rec, 0)),
+        ("in-context unigram only (add-1/2 counts), reached by mid-training",
+         "1-point statistics only (the unigram-only task's solution): never a bigram stage", unigram_only),
+        ("the trained runs with their evaluations in reverse order",
+         "the same models with the stages out of order (bigram first, uniform last)",
+         lambda rec, p: mr.reversed_record(rec)),
+    ]
+    out = []
+    for name, why, build in builders:
+        conclusion, line, _ = decide_e1([build(rec, p) for rec, p in zip(records, params)], stages, ctx.z)
+        out.append(Control(name, why, _VERDICT_OF[conclusion], line))
+    return out
+
+
+def _geometric(p: np.ndarray, q: np.ndarray, lam: float) -> np.ndarray:
+    """``p^(1 - lam) q^lam``, normalised over the last axis."""
+    w = np.exp((1.0 - lam) * np.log(p) + lam * np.log(q))
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+_VERDICT_OF = {Outcome.HELD: Verdict.PASS, Outcome.VIOLATED: Verdict.FAIL, Outcome.UNDECIDED: Verdict.INCONCLUSIVE}
+
+
 def _check_e1(ctx) -> TierResult:
     s = ctx.settings
     stages = tuple(ctx.params["stages"])
     seeds = list(s["seeds"])
-    records = mr.sweep_records(ctx, "stages", [mr.run_params(ctx, seed=seed) for seed in seeds])
-    numbers, per_seed, outcomes = [], [], []
+    params = [mr.run_params(ctx, seed=ctx.seed_for(f"train-{seed}")) for seed in seeds]
+    records = mr.sweep_records(ctx, "stages", params)
+    conclusion, deciding, judged = decide_e1(records, stages, ctx.z)
+    numbers, per_seed = [], []
     counterexample = None
-    for seed, rec in zip(seeds, records):
+    for seed, rec, (outcome, row) in zip(seeds, records, judged):
         seq, firsts, final = _stages(rec, STAGES, ctx.z)
-        # the expected order, judged on the stages reached with margin
-        reached = [st for st in stages if st in firsts]
-        order_ok = all(firsts[a][0] <= firsts[b][0] for a, b in zip(reached, reached[1:]))
-        ends_last = final["phase"] == stages[-1] and \
-            compare(final["margin"], 0.0, stderr=final["se"], z=ctx.z) is Outcome.HELD
-        never_nearest = [st for st in stages[:-1] if st not in seq]
-        if not order_ok or (ends_last and never_nearest):
-            outcome = Outcome.VIOLATED  # out of order with margin, or an earlier stage skipped altogether
-        elif ends_last and reached == list(stages):
-            outcome = Outcome.HELD
-        else:
-            outcome = Outcome.UNDECIDED  # e.g. still before the last stage when the budget ran out
-        outcomes.append(outcome)
-        row = {"seed": seed, "nearest_sequence": seq,
-               "first_step_with_margin": {k: v[0] for k, v in firsts.items()},
-               "final": {"stage": final["phase"], "margin": final["margin"], "se": final["se"], "step": final["step"]},
-               "outcome": outcome.value, "stopped_at": rec["stopped_at"],
-               "train_seconds": rec["timing"]["train_seconds"]}
+        row = {"seed": seed, **row, "stopped_at": rec["stopped_at"], "train_seconds": rec["timing"]["train_seconds"]}
         per_seed.append(row)
         if outcome is Outcome.VIOLATED and counterexample is None:
             counterexample = {"seed": seed, "expected_stages": list(stages), "run": row, "steps": rec["steps"],
@@ -92,8 +179,6 @@ def _check_e1(ctx) -> TierResult:
         Assumption("fresh transition matrix per sequence (E's ICL-MC task)", s.get("K", "inf") == "inf",
                    f"K = {s.get('K', 'inf')}"),
     ]
-    conclusion = (Outcome.VIOLATED if Outcome.VIOLATED in outcomes else
-                  Outcome.UNDECIDED if Outcome.UNDECIDED in outcomes else Outcome.HELD)
     verdict = tier_verdict(assumptions, conclusion)
     without = None
     if not all(a.holds for a in assumptions):
@@ -121,7 +206,7 @@ def _check_e1(ctx) -> TierResult:
     return TierResult("trained", verdict, conclusion, summary, assumptions=assumptions, numbers=numbers,
                       counterexample=counterexample if verdict is Verdict.FAIL or without else None,
                       conclusion_without_assumptions=without, figures=figures, budget=budget,
-                      findings=findings,
+                      findings=findings, controls=_e1_controls(ctx, params, records, stages),
                       readings=[{"name": f"seed {r['seed']}", "verdict": r["outcome"], "detail": str(r)}
                                 for r in per_seed])
 
@@ -141,7 +226,9 @@ E_1 = Claim(
         review=("No seed states E.1: seed 000 line 267 only cites Edelman et al. (seed 002 line 231 cites it too; seed "
                 "004 lines 123-131 describe the same unigram-then-bigram stages for G's task). The statement is "
                 "therefore the catalogue's (CLAIMS.md), read as E's paper words it: the nearest strategy passes "
-                "uniform -> unigram -> bigram in order in every seed. E's code as published is a reference-code "
+                "uniform -> unigram -> bigram in order in every seed, and a run stuck short of the bigram stage "
+                "fails (the untrained, unigram-only and out-of-order controls must FAIL the same check). E's code "
+                "as published is a reference-code "
                 "finding (not re-run).")),
     statement=("Primary reading: the stages uniform -> unigram -> bigram in training (E, cited in seed 000, line 267; "
                "no seed states it, so CLAIMS.md's wording is used); reported as a finding: E's code as published "
@@ -152,7 +239,12 @@ E_1 = Claim(
                "uses 0.1). Out of distribution (fresh chains), the model's nearest strategy by KL(strategy || "
                "model) (uniform; in-context unigram and bigram with add-one counts, as E's code) passes uniform -> "
                "unigram -> bigram: each stage is reached with a margin of z paired standard errors, in that order, "
-               "and the run ends at the bigram stage, in every seed."),
+               "and the run ends at the bigram stage, in every seed. A run out of order, one that skips a stage, or one "
+               "that ends short of the bigram stage while no longer approaching it (KL(bigram || model) not falling "
+               "by z standard errors over the second half of the run: stuck, not slow) violates it; one still on its "
+               "way is undecided. Training seeds are drawn from the master seed. Negative controls through the same "
+               "check, each must FAIL: the untrained model, an in-context unigram-only model (reached by "
+               "mid-training), and the trained runs' evaluations in reverse order (stages out of order)."),
     assumptions=("in-context unigram statistics are informative (unigram loss < uniform loss)",
                  "fresh transition matrix per sequence (E's ICL-MC task)"),
     checks={"trained": _check_e1},
