@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...verdict import Assumption, Finding, FindingKind, Number, Outcome, TierResult, compare, tier_verdict
+from ...verdict import Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, compare, tier_verdict
 from ..base import Context
 from ..inputs import record_matrix
 from .continuous import orthogonal_matrix
-from .training import WRecipe, combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, threads_for
+from .training import (WRecipe, combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, strictly_above,
+                       threads_for)
 
-__all__ = ["ContinuousTask", "gaussian_bma_posterior_torch", "w_p2_trained_tier"]
+__all__ = ["ContinuousTask", "gaussian_bma_posterior_torch", "w_p2_trained_tier", "decide_w_p2_trained", "P2_CONTROLS"]
 
 
 @dataclass
@@ -85,12 +86,52 @@ def w_p2_trained_tier(ctx: Context) -> TierResult:
     attention, positions ``h >= 2``) against the BMA posterior's on the same fresh prompts.
 
     Conclusion: the accuracy gap BMA - trained is positive at the smallest ``L`` and smaller at
-    the largest ``L`` (both beyond ``z`` s.e., seeds and prompts paired). Settings (prefix
+    the largest ``L`` (both beyond ``z`` s.e., seeds and prompts paired; :func:`decide_w_p2_trained`), and
+    the same check FAILs each of :data:`P2_CONTROLS` on the same prompts. Settings (prefix
     ``trained_``): ``d, H, rho, L`` (grid), ``seeds``, ``n_eval``, recipe fields
     (``steps1, batch1, ...``); ``A_kind`` as in the other tiers.
     """
     with threads_for(ctx):
         return _w_p2_trained(ctx)
+
+
+#: Random inits the untrained control averages over: one random bilinear form may happen to align with
+#: A (or against it), and at large L the summed scores amplify that; the mean over inits is the
+#: untrained model's expected parent selection, which the seeds then compare.
+UNTRAINED_INITS = 8
+
+#: Negative controls of W.P2's trained tier: (key, what the model is, why it is the wrong mechanism).
+P2_CONTROLS = (
+    ("untrained", f"the recipe's init at each L (step 0), accuracy averaged over {UNTRAINED_INITS} random inits",
+     "no learning: layer 2 ranks the candidates by a random bilinear form"),
+    ("structure-blind", "uniform attention over h' < h at every L",
+     "ignores the context, so its parent selection cannot improve with L"),
+    ("BMA itself", "the Gaussian BMA posterior as the attention (no bilinear limit)",
+     "has no representation gap: the gap the claim is about is 0 at every L"),
+)
+
+
+def decide_w_p2_trained(gaps: dict[int, list[np.ndarray]], seeds: list[int], z: float, label: str = "trained"):
+    """W.P2's trained deciding check on per-prompt accuracy gaps ``gaps[L][seed]`` = BMA's parent
+    selection minus the model's (same prompts, paired).
+
+    Conclusion: the gap is positive at the smallest ``L`` and smaller at the largest, both strictly
+    and beyond ``z`` s.e. (:func:`strictly_above`). Returns ``(outcome, {L: gap Number}, shrink Number, line)``."""
+    from ...montecarlo import mean_estimate
+
+    Ls = sorted(gaps)
+
+    def gap_number(name, per_seed):
+        est = [mean_estimate(g, seeds[i]) for i, g in enumerate(per_seed)]
+        return seed_number(name, [e.value for e in est], seeds, mc_se=[e.stderr for e in est])
+
+    nums = {L: gap_number(f"accuracy gap BMA - {label} at L={L}", gaps[L]) for L in Ls}
+    shrink = gap_number(f"{label}: gap(L={Ls[0]}) - gap(L={Ls[-1]}) (paired)",
+                        [gaps[Ls[0]][i] - gaps[Ls[-1]][i] for i in range(len(seeds))])
+    outs = [strictly_above(nums[Ls[0]], 0.0, z), strictly_above(shrink, 0.0, z)]
+    line = (f"gap at L={Ls[0]} {nums[Ls[0]].value:.4f} ± {nums[Ls[0]].stderr:.2g} ({outs[0].value}, needs > 0); "
+            f"shrink to L={Ls[-1]} {shrink.value:.4f} ± {shrink.stderr:.2g} ({outs[1].value}, needs > 0)")
+    return combine_outcomes(outs), nums, shrink, line
 
 
 def _w_p2_trained(ctx: Context) -> TierResult:
@@ -101,7 +142,7 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     import torch
 
     from ...montecarlo import mean_estimate
-    from ...probes.wei import copier_report, layer2_attention, parent_accuracy
+    from ...probes.wei import blind_attention, copier_report, layer2_attention, parent_accuracy
     from ...train import make_generator, train
 
     s = ctx.settings
@@ -111,7 +152,8 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     defaults = {"trained_steps1": 300, "trained_batch1": 256, "trained_steps2": 300, "trained_batch2": 256}
     recipe = WRecipe.from_settings({**defaults, **s}, "trained_")
     kind = s.get("A_kind", "orthogonal")
-    gaps = {L: [] for L in Ls}
+    # gaps[model][L][seed]: per-prompt BMA - model parent-selection accuracy on the same prompts.
+    gaps = {m: {L: [] for L in Ls} for m in ("trained",) + tuple(k for k, _, _ in P2_CONTROLS)}
     accs = {L: {"model": [], "bma": []} for L in Ls}
     seeds, As, secs, copiers = [], [], 0.0, {L: [] for L in Ls}
     c0 = time.process_time()
@@ -123,8 +165,8 @@ def _w_p2_trained(ctx: Context) -> TierResult:
         seeds.append(eval_seed)
         for L in Ls:
             task = ContinuousTask(A, rho, L, H, device=ctx.device)
-            gen = make_generator(ctx.seed_for(f"trained/init/{i}/{L}"), ctx.device)
-            model = init_wei_model(d, L, H, recipe, generator=gen, continuous=True)
+            init_seed = ctx.seed_for(f"trained/init/{i}/{L}")
+            model = init_wei_model(d, L, H, recipe, generator=make_generator(init_seed, ctx.device), continuous=True)
 
             def bayes(x, L=L):
                 post = gaussian_bma_posterior_torch(x[:, :L], A_t, rho)
@@ -137,41 +179,40 @@ def _w_p2_trained(ctx: Context) -> TierResult:
             secs += log.seconds
             copiers[L].append(copier_report(model).min_score)
             x, par = task.draw(make_generator(eval_seed, ctx.device), n_eval)
-            attn = layer2_attention(model, x)
             post = gaussian_bma_posterior_torch(x[:, :L], A_t, rho).double().cpu().numpy()
             par = par.cpu().numpy()
-            acc_m, acc_b = parent_accuracy(attn, par), parent_accuracy(post, par)
-            accs[L]["model"].append(mean_estimate(acc_m, eval_seed))
+            acc_b = parent_accuracy(post, par)
+            gen0 = make_generator(init_seed, ctx.device)  # the trained model's init comes first
+            untrained = np.mean([parent_accuracy(layer2_attention(init_wei_model(d, L, H, recipe, generator=gen0,
+                                                                                 continuous=True), x), par)
+                                 for _ in range(UNTRAINED_INITS)], axis=0)
+            accuracy = {"trained": parent_accuracy(layer2_attention(model, x), par), "untrained": untrained,
+                        "structure-blind": parent_accuracy(blind_attention(H).numpy()[None].repeat(n_eval, 0), par),
+                        "BMA itself": acc_b}
+            for m, acc in accuracy.items():
+                gaps[m][L].append(acc_b - acc)  # per prompt, paired
+            accs[L]["model"].append(mean_estimate(acc_b - gaps["trained"][L][-1], eval_seed))
             accs[L]["bma"].append(mean_estimate(acc_b, eval_seed))
-            gaps[L].append(acc_b - acc_m)  # per prompt, paired
     assumptions = [Assumption("A orthogonal", all(float(np.abs(A.T @ A - np.eye(d)).max()) <= 1e-8 for A in As),
                               f"A kind {kind!r}"),
                    Assumption("0 < |rho| < 1", 0 < abs(rho) < 1, f"rho = {rho}")]
-
-    def gap_number(name, per_seed):
-        est = [mean_estimate(g, seeds[i]) for i, g in enumerate(per_seed)]
-        return seed_number(name, [e.value for e in est], seeds, mc_se=[e.stderr for e in est])
-
+    conclusion, gap_nums, shrink, line = decide_w_p2_trained(gaps["trained"], seeds, ctx.z)
+    controls = []
+    for key, name, why in P2_CONTROLS:
+        out, _, c_shrink, c_line = decide_w_p2_trained(gaps[key], seeds, ctx.z, label=key)
+        controls.append(Control(name, why, tier_verdict(assumptions, out), c_line, numbers=(c_shrink,)))
     numbers = []
-    gap_nums = {}
     for L in Ls:
-        gap_nums[L] = gap_number(f"accuracy gap BMA - trained at L={L}", gaps[L])
         numbers += [gap_nums[L],
                     seed_number(f"trained parent-selection accuracy at L={L}", [e.value for e in accs[L]["model"]],
                                  seeds, mc_se=[e.stderr for e in accs[L]["model"]]),
                     seed_number(f"BMA parent-selection accuracy at L={L}", [e.value for e in accs[L]["bma"]],
                                  seeds, mc_se=[e.stderr for e in accs[L]["bma"]]),
                     seed_number(f"copier score of the trained model at L={L}", copiers[L], seeds)]
-    shrink = gap_number(f"gap(L={Ls[0]}) - gap(L={Ls[-1]}) (paired)",
-                        [gaps[Ls[0]][i] - gaps[Ls[-1]][i] for i in range(n_seeds)])
     numbers.append(shrink)
     numbers.append(Number("training seconds (all models)", round(secs, 1), kind="trained",
                           note=f"device {ctx.device}; process CPU seconds (training and evaluation) "
                                f"{time.process_time() - c0:.1f}; recipe: {recipe.describe()}"))
-    first = gap_nums[Ls[0]]
-    outs = [compare(first.value, 0.0, stderr=first.stderr, z=ctx.z),
-            compare(shrink.value, 0.0, stderr=shrink.stderr, z=ctx.z)]
-    conclusion = combine_outcomes(outs)
     tol = s.get("trained_gap_tol", 0.02)
     last = gap_nums[Ls[-1]]
     findings = [Finding(
@@ -183,14 +224,14 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     if conclusion is Outcome.VIOLATED:
         cex = {"A": [record_matrix(A) for A in As], "rho": rho, "d": d, "H": H, "L grid": Ls, "n_eval": n_eval,
                "eval seeds": seeds, "recipe": recipe.describe(),
-               "gap per seed [L]": {L: [float(np.mean(g)) for g in gaps[L]] for L in Ls},
+               "gap per seed [L]": {L: [float(np.mean(g)) for g in gaps["trained"][L]] for L in Ls},
                "required": "gap(L_min) > 0 and gap(L_min) - gap(L_max) > 0, beyond z s.e."}
     res = TierResult(
         "trained", tier_verdict(assumptions, conclusion), conclusion,
         (f"trained WeiContinuous (d={d}, H={H}, rho={rho}, {n_seeds} seeds): accuracy gap BMA - trained "
          + ", ".join(f"L={L}: {gap_nums[L].value:.4f}±{gap_nums[L].stderr:.2g}" for L in Ls)
          + f"; positive at L={Ls[0]} and shrinking: {conclusion.value}"),
-        assumptions=assumptions, numbers=numbers, counterexample=cex, findings=findings,
+        assumptions=assumptions, numbers=numbers, counterexample=cex, findings=findings, controls=controls,
         budget="more seeds or n_eval (trained_seeds, trained_n_eval)" if conclusion is Outcome.UNDECIDED else "")
     if not all(a.holds for a in assumptions):
         res.conclusion_without_assumptions = f"{conclusion.value} on the input that breaks an assumption"
