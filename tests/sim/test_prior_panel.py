@@ -18,7 +18,7 @@ PASS, UNMET, FAIL, INCONCLUSIVE = Verdict.PASS, Verdict.ASSUMPTION_UNMET, Verdic
 #: Tiny settings per claim (the quick profile's tiers).
 TINY = {
     "W.L1": dict(n_matrices=1, dims=(2, 3), H=4, L=(1, 3), max_d=3, max_H=4, max_examples=10, tiers=("exact", "property")),
-    "W.T1": dict(n_matrices=1, dims=(2,), n_contexts=4, L=3, H=4, mc_L=(1, 16), mc_prompts=150, mc_matrices=1,
+    "W.T1": dict(n_matrices=1, dims=(2,), n_contexts=4, L=3, H=4, mc_L=(1, 48), mc_prompts=400, mc_matrices=1,
                  mc_H=4, mc_d=2),
     "W.L2": dict(n_matrices=1, dims=(2, 3), H=5, max_d=3, max_H=5, max_examples=10, tiers=("exact", "property")),
     "W.L3": dict(n_matrices=1, dims=(2, 3), H=5, max_d=3, max_H=5, max_examples=10),
