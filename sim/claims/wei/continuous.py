@@ -347,7 +347,11 @@ W_P2 = Claim(
                "the same; deciding) and with a least-squares-fitted W (a finding), paired prompts nested "
                "across a grid of L: positive at the smallest L and shrinking (both beyond z s.e.; decide_gap); below "
                "gap_tol at the largest L is a finding. Negative controls through the same check, each must FAIL: "
-               "the bilinear score with W = -A, and a uniform random guess."),
+               "the bilinear score with W = -A, and a uniform random guess. Trained: the same gap for W's trained "
+               "two-layer transformer (decide_w_p2_trained: positive at the smallest L and shrinking, strictly: a "
+               "tie within float round-off with no statistical error is a FAIL); its controls are the untrained "
+               "init (accuracy averaged over 8 inits), uniform attention over earlier positions, and the Gaussian "
+               "BMA posterior itself (gap 0), each of which must FAIL."),
     assumptions=_ASSUMPTIONS,
     checks={"symbolic": _w_p2_symbolic, "exact": _w_p2_exact, "montecarlo": _w_p2_montecarlo,
             "trained": _w_p2_trained},
