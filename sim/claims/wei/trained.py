@@ -9,6 +9,9 @@ import time
 
 import numpy as np
 
+from theory.graphs import from_parents
+
+from ...graphs import draw_graph
 from ...verdict import Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
 from ..base import Claim, Context, PrimaryReading, Source
 from ..inputs import prior_for, record_matrix
@@ -327,7 +330,9 @@ def _w_e1_figures(ctx: Context, mech: list[WRun], col: list[WRun]) -> list[str]:
         post = bma_posterior_torch(torch.as_tensor(e["example_tokens"][:1, :run.task.L]),
                                    torch.as_tensor(np.log(run.task.pi)))[0].numpy()
     tree = tree_pattern(e["example_parents"][0])
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.8))
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), gridspec_kw={"width_ratios": [1, 1, 1, 1.1]})
+    par = np.asarray(e["example_parents"][0])
+    draw_graph(axes[3], from_parents(par, name=f"the example's random recursive tree (H={len(par)})"))
     im = axes[0].imshow(e["copier"].mass.mean(axis=2), vmin=0, vmax=1, cmap="viridis")
     axes[0].set(xlabel="context example l", ylabel="layer-1 head k", title="mass on x^l_h (mean over h)")
     fig.colorbar(im, ax=axes[0], fraction=0.046)
@@ -337,7 +342,7 @@ def _w_e1_figures(ctx: Context, mech: list[WRun], col: list[WRun]) -> list[str]:
         ax.set(xlabel="candidate parent h'", ylabel="target position h", title=title)
         fig.colorbar(im, ax=ax, fraction=0.046)
     hh, pp = np.nonzero(tree)
-    for ax in axes[1:]:
+    for ax in axes[1:3]:
         ax.scatter(pp, hh, s=30, facecolors="none", edgecolors="cyan", linewidths=1.0)
     fig.suptitle(f"W.E1: trained attention vs theory (d={run.task.d}, L={run.task.L}, H={run.task.H}, seed 0)")
     out.append(ctx.save_figure(fig, "attention-maps"))
