@@ -192,22 +192,24 @@ def draw_graph(ax, g, *, title: str | None = None, highlight: dict[int, str] | N
                    zorder=3)
         if g.number_of_nodes() <= 40:
             ax.annotate(str(v), (x, y), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=6)
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
+    depth_max = int(round(-min(y for _, y in pos.values())))
+    levels = list(range(0, depth_max + 1, max(1, -(-(depth_max + 1) // 8))))  # at most 8 depth ticks
     ax.set_xlabel("position")
     ax.set_ylabel("depth")
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{int(round(-y))}"))
-    ax.margins(0.08, 0.25)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    ax.set_yticks([-d for d in levels], [str(d) for d in levels])
+    # room below the deepest level for the legend, so that it never hides a node
+    ax.set_ylim(-depth_max - 1.2, 0.6)
+    ax.margins(x=0.06)
     ax.set_title(title or g.graph.get("name") or "causal graph", fontsize=8)
-    from matplotlib.lines import Line2D
-
     handles = [Line2D([], [], marker="s", ls="", mfc="0.85", mec="k", label="root"),
                Line2D([], [], marker="o", ls="", mfc="tab:blue", mec="k", label="child")]
     if query is not None:
         handles.append(Line2D([], [], marker="*", ls="", mfc="tab:red", mec="k", ms=10, label="query"))
-    ax.legend(handles=handles, fontsize=6, loc="lower right")
+    ax.legend(handles=handles, fontsize=6, loc="lower center", ncol=len(handles), frameon=False)
 
 
 def counterexample_graph(cex) -> nx.DiGraph | None:

@@ -731,7 +731,7 @@ def _e_figures(ctx, runs, lstar) -> list[str]:
     plt = pyplot()
     graphs = list(dict.fromkeys(r["graph"] for r in runs))
     first = [next(r for r in runs if r["graph"] == g) for g in graphs]
-    fig, axes = plt.subplots(len(first), 4, figsize=(12.4, 2.8 * len(first)), squeeze=False,
+    fig, axes = plt.subplots(len(first), 4, figsize=(12.4, 3.4 * len(first)), squeeze=False,
                              gridspec_kw={"width_ratios": [1.5, 1, 1, 1]})
     for row, r in zip(axes, first):
         par = np.asarray(r["parents"])
