@@ -28,7 +28,7 @@ import numpy as np
 from theory.errors import TheoryError
 from theory.graphs import validate
 
-__all__ = ["GraphFileError", "GRAPH_FILE_FORMATS", "read_graph", "draw_graph", "graph_layout", "counterexample_graph",
+__all__ = ["random_recursive_parents_torch", "GraphFileError", "GRAPH_FILE_FORMATS", "read_graph", "draw_graph", "graph_layout", "counterexample_graph",
            "draw_counterexample"]
 
 #: What ``--graph FILE`` accepts, for ``--help`` and the README.
@@ -38,6 +38,18 @@ GRAPH_FILE_FORMATS = ("a graph file: .graphml (networkx GraphML), .json (a paren
 
 #: More nodes than this in a file is refused before networkx builds it.
 MAX_FILE_NODES = 100_000
+
+
+def random_recursive_parents_torch(gen, B: int, H: int):
+    """W's random recursive trees drawn in torch on ``gen.device`` (the samplers of the training
+    loops draw them there): ``(B, H)`` int64, ``parents[:, 0] = -1``, ``parents[:, h] ~ Unif{0..h-1}``,
+    the law of :func:`theory.graphs.random_recursive_parents`."""
+    import torch
+
+    h = torch.arange(H, device=gen.device)
+    par = torch.floor(torch.rand((B, H), generator=gen, device=gen.device) * h).long()  # uniform on 0..h-1
+    par[:, 0] = -1
+    return par
 
 
 class GraphFileError(ValueError):

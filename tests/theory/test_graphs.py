@@ -115,3 +115,15 @@ def test_validation_names_the_cycle_the_edge_and_the_node():
 def test_unknown_family_lists_the_known_ones():
     with pytest.raises(TheoryError, match="expected one of chain, icf"):
         G.family("lattice", 5)
+
+
+def test_ws_trees_drawn_in_torch_follow_the_same_law():
+    import torch
+
+    from sim.graphs import random_recursive_parents_torch
+
+    pars = random_recursive_parents_torch(torch.Generator().manual_seed(5), 10_000, 12).numpy()
+    assert (pars[:, 0] == -1).all() and (pars[:, 1] == 0).all()
+    for h in range(2, 12):
+        counts = np.bincount(pars[:, h], minlength=h).astype(float)
+        assert len(counts) == h and _chi2_z(counts, np.full(h, 1.0 / h)) < 4

@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ...graphs import random_recursive_parents_torch as recursive_parents_torch  # W's trees, drawn on the device
 from ...verdict import Assumption, Number, Outcome, compare
 from ..base import Context
 from ..inputs import default_root, prior_for, record_matrix
@@ -60,17 +61,6 @@ TASKS = ("w", "independent-trees", "fixed-tree")
 
 
 # ================================================================================ task ==
-def recursive_parents_torch(gen, B: int, H: int):
-    """W's random recursive trees in torch: ``(B, H)`` int64, ``parents[:, 0] = -1``,
-    ``parents[:, h] ~ Unif{0..h-1}``, on ``gen.device``."""
-    import torch
-
-    h = torch.arange(H, device=gen.device)
-    par = torch.floor(torch.rand((B, H), generator=gen, device=gen.device) * h).long()  # (B, H)
-    par[:, 0] = -1
-    return par
-
-
 @dataclass
 class WTask:
     """W's prompts for one fixed ``pi``: tokens ``(B, L+1, H)`` (target = example ``L``).
