@@ -2,9 +2,10 @@
 
     icl-verify list                      claims, sources, tiers, the profile that decides each, last verdict
     icl-verify run [options]             run claims, write a report, exit 1 if any claim FAILs (or crashes)
-    icl-verify show RUN_DIR              print a finished run's summary
+    icl-verify show RUN_DIR [--format F] print a finished run's summary (text, md, json or latex)
     icl-verify prior SPEC [options]      audit claims under a prior on transition matrices
     icl-verify sweep --out DIR [options] train a grid of models on the K-chain Markov task, locally or on Dask
+    icl-verify diff RUN_A RUN_B          what changed between two runs; exit 1 if a verdict got worse
 
 Exit codes: 0 every claim ran and none FAILed; 1 at least one claim FAILed (a finished run);
 2 a usage or input error (one line says what, nothing is written); 3 an internal error (a check
@@ -99,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_show = sub.add_parser("show", help="print the summary of a finished run")
     p_show.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder (holding results.json)")
+    p_show.add_argument("--format", choices=("text", "md", "json", "latex"), default="text",
+                        help="text (the summary table, default), md (a Markdown table), json (each claim's verdict, "
+                             "headline and deciding number) or latex (a booktabs table for an appendix)")
+    p_show.add_argument("--standalone", action="store_true",
+                        help="with --format latex: a whole document that compiles as it is (article, booktabs)")
 
     from .graphs import GRAPH_FILE_FORMATS
     from .priors import spec_help
@@ -126,6 +132,24 @@ def build_parser() -> argparse.ArgumentParser:
                               "(the query) a root (repeatable; default chain:20 and icf:20)")
     _add_run_options(p_prior)
     _add_sweep_parser(sub)
+
+    from .verdict import Z_DEFAULT
+
+    p_diff = sub.add_parser(
+        "diff", help="what changed between two finished runs: verdicts, numbers that moved, claims in one run only",
+        description="Compare two finished runs: the claims whose verdict changed (with both headlines), the numbers "
+                    "that moved beyond their combined standard errors (statistical numbers) or beyond round-off "
+                    "(exact and symbolic ones), then the claims present in only one run.",
+        epilog="exit codes: 0 no verdict got worse; 1 a verdict got worse (more severe: ERROR > FAIL > "
+               "ASSUMPTION_UNMET > INCONCLUSIVE > PASS; changes to or from NOT_RUN never count); 2 a run folder is "
+               "missing or not a finished run")
+    p_diff.add_argument("run_a", type=Path, metavar="RUN_A", help="the earlier run folder (holding results.json)")
+    p_diff.add_argument("run_b", type=Path, metavar="RUN_B", help="the later run folder (holding results.json)")
+    p_diff.add_argument("--z", type=_positive_float, default=Z_DEFAULT,
+                        help=f"combined standard errors a statistical number must move to be listed "
+                             f"(default {Z_DEFAULT:g})")
+    p_diff.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (default) or json (verdict_changes, moved_numbers, only_in_a, only_in_b)")
     return parser
 
 
@@ -219,6 +243,8 @@ def main(argv=None) -> int:
             return _cmd_prior(args)
         if args.command == "sweep":
             return _cmd_sweep(args)
+        if args.command == "diff":
+            return _cmd_diff(args)
     except KeyboardInterrupt:
         started = args.command in ("run", "prior") and getattr(args, "_out_dir", None) is not None
         hint = (f"; the claims that finished are saved: `icl-verify run --resume --out {args._out_dir}` continues"
@@ -386,10 +412,17 @@ def _cmd_run(args) -> int:
 def _cmd_show(args) -> int:
     from .report import load_results, summary_table
 
+    if args.standalone and args.format != "latex":
+        raise _UserError("--standalone goes with --format latex")
     try:
         doc = load_results(args.run_dir)
     except (FileNotFoundError, ValueError) as exc:
         raise _UserError(str(exc)) from None
+    if args.format != "text":
+        from .show import render
+
+        print(render(doc, args.format, standalone=args.standalone))
+        return EXIT_OK
     cfg = doc["config"]
     print(f"{doc['run_id']}: profile={cfg['profile']} seed={cfg['seed']} device={cfg['device']} "
           f"commit={doc.get('git_commit')} elapsed={doc.get('elapsed_s')}s")
@@ -523,6 +556,25 @@ def _cmd_sweep(args) -> int:
               "resume", file=sys.stderr)
         return EXIT_FAIL
     return EXIT_OK
+
+
+def _cmd_diff(args) -> int:
+    from .diff import MalformedRunError, diff_runs, render_json, render_text
+    from .report import load_results
+
+    docs = []
+    for run_dir in (args.run_a, args.run_b):
+        try:
+            docs.append(load_results(run_dir))
+        except (FileNotFoundError, ValueError) as exc:
+            raise _UserError(str(exc)) from None
+    try:
+        d = diff_runs(docs[0], docs[1], z=args.z)
+    except MalformedRunError as exc:
+        run_dir = args.run_a if exc.which == "A" else args.run_b
+        raise _UserError(f"{run_dir}: {exc.detail}; rerun the claims to rewrite it") from None
+    print(render_json(d) if args.format == "json" else render_text(d))
+    return EXIT_FAIL if d.worse else EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

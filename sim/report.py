@@ -20,8 +20,8 @@ from xml.sax.saxutils import quoteattr
 
 from .verdict import Verdict
 
-__all__ = ["write_reports", "summary_table", "all_findings", "SCHEMA", "package_versions", "git_commit",
-           "load_results"]
+__all__ = ["write_reports", "summary_table", "summary_table_markdown", "all_findings", "SCHEMA", "package_versions",
+           "git_commit", "load_results"]
 
 SCHEMA = "icl-verify/results/v1"
 
@@ -217,6 +217,19 @@ def _md_escape_cell(text: str) -> str:
     return _md(text).replace("|", "\\|").replace("\n", " ")
 
 
+def summary_table_markdown(dicts: Sequence[dict], *, links: bool = True) -> str:
+    """The claims table at the top of report.md: claim, title, verdict (the headline), tiers, source.
+
+    ``links`` makes each claim id a link to its section of report.md (off for a table pasted elsewhere)."""
+    out = ["| claim | title | verdict | tiers | source |", "|---|---|---|---|---|"]
+    for d in dicts:
+        tiers = ", ".join(f"{t['tier']} {t['verdict']}" for t in d["tiers"]) or _md_escape_cell(_not_run_reason(d))
+        cid = f"[{d['id']}](#{_anchor(d['id'])})" if links else _md_escape_cell(d["id"])
+        out.append(f"| {cid} | {_md_escape_cell(d['title'])} | **{_md_escape_cell(_headline(d))}** | "
+                   f"{tiers} | {_md_escape_cell(d['source'])} |")
+    return "\n".join(out)
+
+
 def render_markdown(doc: dict) -> str:
     cfg = doc["config"]
     out = [f"# icl-verify report `{doc['run_id']}`", ""]
@@ -228,12 +241,7 @@ def render_markdown(doc: dict) -> str:
     out.append("")
     if doc.get("audit"):
         out.extend(_md_audit(doc["audit"]))
-    out.append("| claim | title | verdict | tiers | source |")
-    out.append("|---|---|---|---|---|")
-    for d in doc["claims"]:
-        tiers = ", ".join(f"{t['tier']} {t['verdict']}" for t in d["tiers"]) or _md_escape_cell(_not_run_reason(d))
-        out.append(f"| [{d['id']}](#{_anchor(d['id'])}) | {_md_escape_cell(d['title'])} | **{_md_escape_cell(_headline(d))}** | "
-                   f"{tiers} | {_md_escape_cell(d['source'])} |")
+    out.extend(summary_table_markdown(doc["claims"]).split("\n"))
     out.append("")
     out.extend(_md_findings(doc))
     for d in doc["claims"]:
