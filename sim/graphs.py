@@ -36,7 +36,7 @@ GRAPH_FILE_FORMATS = ("a graph file: .graphml (networkx GraphML), .json (a paren
                       "adjacency JSON, or {child: [parents]}) or an edge list (one 'parent child' pair of positions "
                       "per line, # comments)")
 
-#: More nodes than this in a file is refused before networkx builds it.
+#: More nodes than this in a file is refused before validation walks them (and before any claim sees them).
 MAX_FILE_NODES = 100_000
 
 
