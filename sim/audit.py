@@ -24,18 +24,16 @@ natural reference, ``T_eff >= S``, and reports ``T_eff``.
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass, field
 from math import gcd
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy import stats as sstats
 
-from theory import CausalTree, TheoryError
+from theory import CausalTree
 
 from .claims.base import stable_hash
 from .montecarlo import mean_estimate, proportion_estimate
@@ -236,52 +234,26 @@ MAX_GRAPH_T = 100_000
 def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
     """A graph for N's items 4 and 5: ``chain[:T]``, ``icf[:T]`` (in-context function),
     ``star[:T]``, ``roots[:T]`` (no edges), a parent list such as ``[-1, 0, 1, -1]``, or a
-    graph file (:func:`sim.graphs.read_graph`: GraphML, JSON or an edge list).
+    graph file (:func:`sim.graphs.read_graph`: GraphML, JSON or an edge list), as
+    :func:`sim.graphs.graph_from_spec` reads them.
 
     Positions are 0-based; the last position is N's query, always a root. The families are
     :func:`theory.graphs.n_parents`.
     """
-    from theory.graphs import n_parents, to_parents
+    from theory.graphs import to_parents
 
-    from .graphs import GraphFileError, read_graph
+    from .graphs import GraphFileError, GraphSpecError, graph_from_spec
 
     text = str(text).strip()
-    if text.startswith("["):
-        try:
-            parents = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PriorError(f"graph {text!r} is not a JSON list of parents: {exc}") from None
-        if isinstance(parents, list) and len(parents) > MAX_GRAPH_T:
-            raise PriorError(f"graph of {len(parents)} positions is more than {MAX_GRAPH_T}")
-        name = "custom"
-    elif _looks_like_a_file(text):
-        try:
-            g = read_graph(text, max_parents=1)
-        except GraphFileError as exc:
-            raise PriorError(f"--graph {exc}") from None
-        if g.number_of_nodes() > MAX_GRAPH_T:
-            raise PriorError(f"graph file {text}: {g.number_of_nodes()} positions is more than {MAX_GRAPH_T}")
-        parents, name = to_parents(g).tolist(), Path(text).name
-    else:
-        kind, _, t = text.partition(":")
-        kind = kind.strip().lower()
-        try:
-            T = int(t) if t.strip() else default_T
-        except ValueError:
-            raise PriorError(f"graph {text!r}: T must be an integer, got {t!r}") from None
-        if T < 2:
-            raise PriorError(f"graph {text!r}: T must be at least 2 (one position and the query)")
-        if T > MAX_GRAPH_T:
-            raise PriorError(f"graph {text!r}: T = {T} positions is more than {MAX_GRAPH_T}; N's tasks use T = 20")
-        if kind not in ("chain", "icf", "function", "star", "roots", "empty"):
-            raise PriorError(f"unknown graph {kind!r}; expected chain[:T], icf[:T], star[:T], roots[:T], a parent "
-                             "list such as [-1, 0, 1, -1], or a graph file (.graphml, .json, an edge list)")
-        parents = n_parents(kind, T).tolist()
-        name = kind
     try:
-        tree = CausalTree(parents)
-    except TheoryError as exc:
-        raise PriorError(f"graph {text!r}: {exc}") from None
+        g = graph_from_spec(text, default_T=default_T, max_parents=1)
+    except GraphFileError as exc:
+        raise PriorError(f"--graph {exc}") from None
+    except GraphSpecError as exc:
+        raise PriorError(str(exc)) from None
+    if g.number_of_nodes() > MAX_GRAPH_T:
+        raise PriorError(f"graph {text}: {g.number_of_nodes()} positions is more than {MAX_GRAPH_T}")
+    tree, name = CausalTree(to_parents(g)), g.graph["name"]
     if tree.parents[-1] != -1:
         raise PriorError(f"graph {text!r}: the last position is N's query and must be a root (-1), got parent "
                          f"{int(tree.parents[-1])}")
@@ -298,12 +270,6 @@ def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
     max_leaves = int(leaves.max())
     return GraphInfo(name=f"{name} (T={T})", parents=[int(p) for p in par], T=T, n_roots=n_roots,
                      root_fraction=n_roots / T, max_leaves=max_leaves, T_eff=T / max_leaves)
-
-
-def _looks_like_a_file(text: str) -> bool:
-    """A --graph value names a file when it exists or has a graph file's suffix (so a typo says 'cannot read')."""
-    return Path(text).suffix.lower() in (".graphml", ".json", ".txt", ".edgelist", ".edges", ".csv", ".tsv") \
-        or Path(text).is_file()
 
 
 # --------------------------------------------------------------------- per-draw statistics --

@@ -75,6 +75,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="a Python file defining CLAIMS = [...] of your own claims (repeatable)")
     p.add_argument("--z", type=_positive_float, default=None,
                    help="standard errors of margin a Monte Carlo or trained PASS needs (default 3)")
+    p.add_argument("--corpus", type=Path, default=None, metavar="DIR",
+                   help="the counterexample corpus: every FAIL's counterexample is stored there, and the property "
+                        "tier replays it before any search (default: DIR/corpus of --out; give one folder to share it "
+                        "between runs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
 
 
@@ -97,6 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_run = sub.add_parser("run", help="run claims and write report.md, report.html, results.json, junit.xml",
                            epilog=_EXIT_EPILOG)
     _add_run_options(p_run)
+    from .graphs import GRAPH_FILE_FORMATS, GRAPH_SPECS
+
+    p_run.add_argument("--graph", action="append", default=None, metavar="GRAPH",
+                       help="run the selected claims that take a causal graph on GRAPH in place of their own: " +
+                            GRAPH_FILE_FORMATS + "; or " + GRAPH_SPECS + ". Nodes 0..n-1, edges parent -> child with "
+                            "parent < child; each claim says what fits (one parent per node and the query last, or "
+                            "N.K9's 2 parents and the target last) and the run lists the claims that took it. One "
+                            "graph per run (its id and run.json record it; --resume keeps it)")
+    p_run.add_argument("--budget", type=_nonneg_int, default=None, metavar="N",
+                       help="examples for each property tier's counterexample search (default: the profile's); "
+                            "0 replays the corpus only")
 
     p_show = sub.add_parser("show", help="print the summary of a finished run")
     p_show.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder (holding results.json)")
@@ -106,7 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
     p_show.add_argument("--standalone", action="store_true",
                         help="with --format latex: a whole document that compiles as it is (article, booktabs)")
 
-    from .graphs import GRAPH_FILE_FORMATS
     from .priors import spec_help
 
     p_prior = sub.add_parser(
@@ -352,7 +366,35 @@ def _run_settings(args) -> None:
             setattr(args, key, saved.get(key, default))
 
 
-def _make_config(args, prior_spec=None, overrides=None):
+def _run_graph(args) -> dict | None:
+    """The graph of ``run --graph`` as :func:`sim.graphs.graph_record`, or None. With --resume it is
+    the run's own, from its run.json: a --graph given then must be that graph."""
+    from .graphs import GraphFileError, GraphSpecError, graph_from_spec, graph_record
+    from .runner import read_run_json
+
+    given = None
+    if args.graph:
+        if len(args.graph) > 1:
+            raise _UserError(f"--graph is given {len(args.graph)} times; a run takes one graph (run once per graph: "
+                             "each run gets its own id)")
+        try:
+            given = graph_record(graph_from_spec(args.graph[0]))
+        except GraphFileError as exc:
+            raise _UserError(f"--graph {exc}") from None
+        except GraphSpecError as exc:
+            raise _UserError(f"--graph: {exc}") from None
+    if not args.resume:
+        return given
+    saved = read_run_json(args.out)["config"].get("graph")  # _run_settings has checked that the run exists
+    if given is not None and (saved is None or (given["nodes"], given["edges"]) != (saved["nodes"], saved["edges"])):
+        made = "without --graph" if saved is None else f"with --graph {saved['name']} ({saved['nodes']} nodes)"
+        raise _UserError(f"--resume: the run in {args.out} was made {made}, not with --graph {args.graph[0]} "
+                         f"({given['nodes']} nodes, other edges); leave --graph out to continue it, or start a fresh "
+                         "run in another folder")
+    return saved
+
+
+def _make_config(args, prior_spec=None, overrides=None, graph=None):
     from . import claims
     from .device import DeviceError, resolve_device
     from .runner import RunConfig, RunError
@@ -360,7 +402,8 @@ def _make_config(args, prior_spec=None, overrides=None):
     try:
         device = resolve_device(args.device)
         return RunConfig(profile=args.profile, claims=args.claims, seed=args.seed, device=device,
-                         prior=prior_spec, z=args.z, overrides=overrides or {}, plugins=claims.plugin_digests())
+                         prior=prior_spec, z=args.z, overrides=overrides or {}, plugins=claims.plugin_digests(),
+                         graph=graph)
     except (DeviceError, RunError) as exc:
         raise _UserError(str(exc)) from None
 
@@ -375,6 +418,7 @@ def _select(pattern):
 
 
 def _execute(args, config, selected, prior=None, header_extra="", audit=None) -> int:
+    from .corpus import Corpus
     from .report import summary_table
     from .runner import RunError, run
 
@@ -383,12 +427,17 @@ def _execute(args, config, selected, prior=None, header_extra="", audit=None) ->
     from .runner import DEFAULT_REPORTS
 
     args._out_dir = args.out if args.out is not None else DEFAULT_REPORTS / config.run_id
+    corpus = Corpus(args.corpus if args.corpus is not None else args._out_dir / "corpus", config)
     try:
         out_dir, dicts = run(config, selected, out_dir=args.out, resume=args.resume, prior=prior,
-                             show_progress=not args.no_progress, audit=audit)
+                             show_progress=not args.no_progress, audit=audit, corpus=corpus)
     except RunError as exc:
         raise _UserError(str(exc)) from None
     print(summary_table(dicts))
+    if corpus.summary():
+        print(f"\nCounterexample corpus {corpus.root}: {corpus.summary()}")
+    for line in corpus.warnings:  # the run completed; what could not be read or written is said here
+        print(f"icl-verify: corpus: {line}", file=sys.stderr)
     print(f"\nReport: {out_dir / 'report.md'}  (also report.html, results.json, junit.xml)")
     crashed = [d["id"] for d in dicts if d["verdict"] == "ERROR"]
     failed = [d["id"] for d in dicts if d["verdict"] == "FAIL"]
@@ -402,11 +451,25 @@ def _execute(args, config, selected, prior=None, header_extra="", audit=None) ->
 
 
 def _cmd_run(args) -> int:
+    from .runner import RunError, graph_claims
+
     _run_settings(args)
     _load_plugins(args.plugin)
     selected = _select(args.claims)
-    config = _make_config(args)
-    return _execute(args, config, selected)
+    budget = {} if args.budget is None else {c.id: {"max_examples": args.budget} for c in selected}
+    config = _make_config(args, overrides=budget, graph=_run_graph(args))
+    try:
+        takers = graph_claims(config, selected)
+    except RunError as exc:
+        raise _UserError(str(exc)) from None
+    header = ""
+    if config.graph is not None:
+        header = (f" graph={config.graph['name']} ({config.graph['nodes']} nodes, {len(config.graph['edges'])} edges) "
+                  f"on {', '.join(c.id for c in takers)}")
+        others = len(selected) - len(takers)
+        if others:
+            header += f"; {others} other claim(s) keep their own graphs"
+    return _execute(args, config, selected, header_extra=header)
 
 
 def _cmd_show(args) -> int:
@@ -428,6 +491,10 @@ def _cmd_show(args) -> int:
           f"commit={doc.get('git_commit')} elapsed={doc.get('elapsed_s')}s")
     if doc.get("prior"):
         print(f"prior: {doc['prior']}")
+    if cfg.get("graph"):
+        ran = [d["id"] for d in doc["claims"] if d.get("graph")]
+        print(f"graph: {cfg['graph']['name']} ({cfg['graph']['nodes']} nodes, {len(cfg['graph']['edges'])} edges) "
+              f"on {', '.join(ran) or 'no claim that ran'}")
     if doc.get("audit"):
         from .audit import render_necessity, render_text
 

@@ -16,6 +16,10 @@ Files (:func:`read_graph`), chosen by suffix:
 Every graph is checked by :func:`theory.graphs.validate`: nodes ``0..n-1``, no cycle, every
 edge pointing backwards. A malformed file is a :class:`GraphFileError` naming the file and the
 line, node, edge or cycle.
+
+A ``--graph`` value (:func:`graph_from_spec`) is such a file, a family ``name[:T]`` or a parent
+list; a run records its graph as :func:`graph_record` (name, node count, edges), from which
+:func:`graph_from_record` rebuilds it.
 """
 from __future__ import annotations
 
@@ -28,16 +32,24 @@ import numpy as np
 from theory.errors import TheoryError
 from theory.graphs import validate
 
-__all__ = ["random_recursive_parents_torch", "GraphFileError", "GRAPH_FILE_FORMATS", "read_graph", "draw_graph", "graph_layout", "counterexample_graph",
-           "draw_counterexample"]
+__all__ = ["random_recursive_parents_torch", "GraphSpecError", "GraphFileError", "GRAPH_FILE_FORMATS", "GRAPH_SPECS",
+           "read_graph", "graph_from_spec", "graph_record", "graph_from_record", "draw_graph", "graph_layout",
+           "counterexample_graph", "draw_counterexample"]
 
 #: What ``--graph FILE`` accepts, for ``--help`` and the README.
 GRAPH_FILE_FORMATS = ("a graph file: .graphml (networkx GraphML), .json (a parent list, networkx node-link or "
                       "adjacency JSON, or {child: [parents]}) or an edge list (one 'parent child' pair of positions "
                       "per line, # comments)")
 
+#: The ``--graph`` values that are not files, for ``--help`` and the README.
+GRAPH_SPECS = ("a family chain[:T], icf[:T], star[:T], roots[:T] (N's one-parent graphs, the query T-1 a root) or "
+               "ngram[:T] (2 parents each, node T-1 the target), T = 20 when left out; a parent list such as "
+               "'[-1,0,1,-1]'")
+
 #: More nodes than this in a file is refused before validation walks them (and before any claim sees them).
 MAX_FILE_NODES = 100_000
+#: What a file name ends with when ``--graph`` should read it even before it exists (so a typo says 'cannot read').
+_GRAPH_FILE_SUFFIXES = (".graphml", ".json", ".txt", ".edgelist", ".edges", ".csv", ".tsv")
 
 
 def random_recursive_parents_torch(gen, B: int, H: int):
@@ -52,8 +64,93 @@ def random_recursive_parents_torch(gen, B: int, H: int):
     return par
 
 
-class GraphFileError(ValueError):
+class GraphSpecError(ValueError):
+    """A ``--graph`` value that names no causal graph; the message says which part is wrong."""
+
+
+class GraphFileError(GraphSpecError):
     """A graph file that cannot be read as a causal graph; the message names the file and the place."""
+
+
+def graph_from_spec(text: str, *, default_T: int = 20, max_parents: int | None = None) -> nx.DiGraph:
+    """The causal graph a ``--graph`` value names (validated, at most ``max_parents`` parents each):
+
+    - a file (:func:`read_graph`): anything that exists or ends in a graph file's suffix;
+    - a JSON parent list ``[-1, 0, 1, -1]`` (``-1`` a root);
+    - a family ``name[:T]`` of :data:`theory.graphs.FAMILIES` on ``T`` positions (default
+      ``default_T``); the random laws are refused (a run needs one fixed graph: draw it to a file).
+
+    ``g.graph["name"]`` is the label reports print: the file's name, the family's, or ``custom``.
+    """
+    from theory.graphs import FAMILIES, family, from_parents
+
+    text = str(text).strip()
+    if text.startswith("["):
+        try:
+            parents = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise GraphSpecError(f"graph {text!r} is not a JSON list of parents: {exc}") from None
+        if isinstance(parents, list) and len(parents) > MAX_FILE_NODES:
+            raise GraphSpecError(f"graph of {len(parents)} positions is more than {MAX_FILE_NODES}")
+        try:
+            g = from_parents(parents, name="custom")
+        except (TheoryError, TypeError, ValueError) as exc:
+            raise GraphSpecError(f"graph {text!r}: {exc}") from None
+    elif Path(text).suffix.lower() in _GRAPH_FILE_SUFFIXES or Path(text).is_file():
+        g = read_graph(text, max_parents=max_parents)
+        g.graph["name"] = Path(text).name
+        return g
+    else:
+        kind, _, t = text.partition(":")
+        kind = kind.strip().lower()
+        try:
+            T = int(t) if t.strip() else default_T
+        except ValueError:
+            raise GraphSpecError(f"graph {text!r}: T must be an integer, got {t!r}") from None
+        if T < 2:
+            raise GraphSpecError(f"graph {text!r}: T must be at least 2 (one position and the query)")
+        if T > MAX_FILE_NODES:
+            raise GraphSpecError(f"graph {text!r}: T = {T} positions is more than {MAX_FILE_NODES}")
+        fixed = [name for name, (_, random) in FAMILIES.items() if not random]
+        if kind in FAMILIES and FAMILIES[kind][1]:
+            raise GraphSpecError(f"graph {text!r}: {kind} is a random law, not one graph; draw one (theory.graphs) "
+                                 f"and pass it as a file, or use {', '.join(f'{n}[:T]' for n in fixed)}")
+        try:
+            g = family(kind, T)
+        except TheoryError:
+            raise GraphSpecError(f"unknown graph {kind!r}; expected {', '.join(f'{n}[:T]' for n in fixed)}, a parent "
+                                 "list such as [-1, 0, 1, -1], or a graph file (.graphml, .json, an edge list)") from None
+        g.graph["name"] = kind
+    try:
+        validate(g, max_parents=max_parents)
+    except TheoryError as exc:
+        raise GraphSpecError(f"graph {text!r}: {exc}") from None
+    return g
+
+
+def graph_record(g) -> dict:
+    """What a run keeps of its graph, enough to rebuild it: ``{"name", "nodes", "edges"}``
+    (``edges`` the sorted ``[parent, child]`` pairs; nodes are ``0..nodes-1``)."""
+    return {"name": str(g.graph.get("name") or "graph"), "nodes": int(g.number_of_nodes()),
+            "edges": sorted([int(p), int(c)] for p, c in g.edges)}
+
+
+def graph_from_record(record: dict) -> nx.DiGraph:
+    """The graph of a :func:`graph_record` (validated; ``query`` the last node)."""
+    try:
+        n, edges = int(record["nodes"]), [(int(p), int(c)) for p, c in record["edges"]]
+        g = nx.DiGraph(name=str(record["name"]), query=n - 1)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise GraphSpecError(f"not a graph record (name, nodes, edges): {exc!r}") from None
+    g.add_nodes_from(range(n))
+    g.add_edges_from(edges)
+    try:
+        validate(g)
+    except TheoryError as exc:
+        raise GraphSpecError(f"graph record {record['name']!r}: {exc}") from None
+    for v in g.nodes:
+        g.nodes[v]["root"] = g.in_degree(v) == 0
+    return g
 
 
 def read_graph(path: str | Path, *, max_parents: int | None = None) -> nx.DiGraph:

@@ -43,6 +43,9 @@ def pytest_addoption(parser) -> None:
                     help="a Python file defining CLAIMS = [...] of your own claims (repeatable)")
     group.addoption("--icl-device", default="auto", choices=("auto", "cpu", "cuda"),
                     help="torch device for Monte Carlo and training (default auto: cuda when present)")
+    group.addoption("--icl-corpus", default=None, metavar="DIR",
+                    help="a counterexample corpus (as `icl-verify run --corpus DIR`): FAILs are stored there and the "
+                         "property tiers replay it before any search (default: none)")
     group.addoption("--icl-strict", action="store_true",
                     help="fail (instead of skip) a tier that is INCONCLUSIVE, ASSUMPTION_UNMET or NOT_RUN")
 
@@ -83,6 +86,11 @@ class _ClaimSession:
             self.config = cli._make_config(ns, prior_spec=prior_spec)
         except (cli._UserError, RunError) as exc:
             raise pytest.UsageError(f"icl-verify: {exc}") from None
+        self.corpus = None
+        if config.getoption("icl_corpus") is not None:
+            from .corpus import Corpus
+
+            self.corpus = Corpus(invoked / config.getoption("icl_corpus"), self.config)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector):
@@ -177,7 +185,7 @@ class ClaimItem(pytest.Item):
 
         config = dataclasses.replace(self.owner.config, overrides={self.claim.id: {"tiers": (self.tier,)}})
         out_dir = _tmp_dir(self.config, f"icl-{self.claim.id}-{self.tier}")
-        result = evaluate_claim(self.claim, config, out_dir, prior=self.owner.prior)
+        result = evaluate_claim(self.claim, config, out_dir, prior=self.owner.prior, corpus=self.owner.corpus)
         self.result = result.tiers[0]
         self.out_dir = out_dir
         if str(self.result.verdict) == "ERROR":
@@ -225,6 +233,9 @@ def describe(claim, res, out_dir=None) -> str:
     if res.counterexample:
         lines.append("counterexample:")
         lines.append(_json_lines(to_jsonable(res.counterexample)))
+    if res.corpus:
+        lines.append("counterexample corpus:")
+        lines += [f"  {c['status']}: {c['file']}: {c['detail']}" for c in res.corpus]
     if res.numbers:
         lines.append("numbers:")
         lines += [f"  {n.name} = {n.format()}" + (f"  ({n.note})" if n.note else "") for n in res.numbers]

@@ -202,6 +202,36 @@ def _printable(text) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
+# -- the user's graph (run --graph) ------------------------------------------------------------
+_EDGES_SHOWN = 24
+
+
+def _graph_header(doc: dict) -> str:
+    """The run's ``--graph`` and the claims that ran on it, for the top of a report ('' without one)."""
+    g = doc["config"].get("graph")
+    if not g:
+        return ""
+    on = [d["id"] for d in doc["claims"] if d.get("graph")]
+    return (f"Causal graph {g['name']} from --graph ({g['nodes']} nodes, {len(g['edges'])} edges), in place of the "
+            f"own graphs of {', '.join(on) if on else 'no claim that ran'}; every other claim ran on its own.")
+
+
+def _graph_line(d: dict) -> str:
+    """A claim's line about the user's graph it ran on: the graph, the settings it replaced, why."""
+    g = d["graph"]
+    edges = [f"{p}->{c}" for p, c in g["edges"]]
+    shown = ", ".join(edges[:_EDGES_SHOWN]) or "none"
+    if len(edges) > _EDGES_SHOWN:
+        shown += f", ... ({len(edges)} in all; results.json lists every one)"
+    settings = ", ".join(f"{k} = {json.dumps(v)}" for k, v in g.get("settings", {}).items())
+    line = f"ran on the user's graph {g['name']} ({g['nodes']} nodes; edges {shown})"
+    if settings:
+        line += f" with {settings}"
+    if g.get("replaces"):
+        line += f": in place of {g['replaces']}"
+    return line + (f". Size: {g['size_note']}." if g.get("size_note") else ".")
+
+
 # -- markdown -------------------------------------------------------------------------------
 def _md(text) -> str:
     """Text from claims/configs in Markdown, safe in a renderer and readable in a terminal.
@@ -237,6 +267,8 @@ def render_markdown(doc: dict) -> str:
                f"claims {_md(cfg['claims'])}, z = {cfg['z']}" + (f", prior {_md(doc['prior'])}" if doc.get("prior") else "")
                + f". Commit `{doc['git_commit']}`, {doc['created']}, {doc['elapsed_s']} s.")
     out.append("")
+    if _graph_header(doc):
+        out += [_md(_graph_header(doc)), ""]
     out.append("Verdicts: " + ", ".join(f"{k} {v}" for k, v in doc["summary"].items() if v))
     out.append("")
     if doc.get("audit"):
@@ -373,6 +405,10 @@ def _md_claim(d: dict) -> list[str]:
             out += [f"*Review:* {_md(pr['review'])}", ""]
     if d.get("note"):
         out += [f"> {_md(d['note'])}", ""]
+    if d.get("graph"):
+        out += [f"*Causal graph:* {_md(_graph_line(d))}", ""]
+        if d["graph"].get("figure"):
+            out += [f"![{d['id']} user graph]({d['graph']['figure']})", ""]
     for t in d["tiers"]:
         out.append(f"### {t['tier']} — {t['verdict']} ({t['elapsed_s']:.1f} s)")
         out.append("")
@@ -413,6 +449,11 @@ def _md_claim(d: dict) -> list[str]:
             out.append("")
         if t.get("counterexample"):
             out += ["Counterexample (in full):", "", "```json", json.dumps(t["counterexample"], indent=1), "```", ""]
+        if t.get("corpus"):
+            out += ["Counterexample corpus:", ""]
+            out += [f"- {_md(c['status'])}: `{_md(c['file'])}` — {_md(c['detail'])}" for c in t["corpus"]] + [""]
+        if t.get("sequential"):
+            out += [f"Seeds: {_md(_sequential_line(t['sequential']))}", ""]
         if t.get("budget"):
             out += [f"What would decide it: {_md(t['budget'])}", ""]
         if t.get("error"):
@@ -451,6 +492,8 @@ def render_html(doc: dict, out_dir: Path) -> str:
              + (f", prior <code>{_e(doc['prior'])}</code>" if doc.get("prior") else "")
              + f". Commit <code>{_e(doc['git_commit'])}</code>, {_e(doc['created'])}, {_e(doc['elapsed_s'])} s.</p>",
              "<p>" + " ".join(f"{_badge(k)} {v}" for k, v in doc["summary"].items() if v) + "</p>"]
+    if _graph_header(doc):
+        parts.append(f"<p>{_e(_graph_header(doc))}</p>")
     if doc.get("audit"):
         parts.extend(_html_audit(doc["audit"]))
     parts.append("<table><tr><th>claim</th><th>title</th><th>verdict</th><th>tiers</th><th>source</th></tr>")
@@ -569,6 +612,10 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
             out.append(f"<p><i>Review:</i> {_e(pr['review'])}</p>")
     if d.get("note"):
         out.append(f"<p><b>{_e(d['note'])}</b></p>")
+    if d.get("graph"):
+        out.append(f"<p><i>Causal graph:</i> {_e(_graph_line(d))}</p>")
+        if d["graph"].get("figure"):
+            out.append(_html_figure(d, d["graph"]["figure"], out_dir))
     for t in d["tiers"]:
         out.append(f"<h3>{_e(t['tier'])} {_badge(t['verdict'])} <span class=\"muted\">({t['elapsed_s']:.1f} s)</span></h3>")
         out.append(f"<p>{_e(t['summary'])}</p>")
@@ -605,19 +652,29 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
             out.append("</table>")
         if t.get("counterexample"):
             out.append("<p>Counterexample (in full):</p><pre>" + _e(json.dumps(t["counterexample"], indent=1)) + "</pre>")
+        if t.get("corpus"):
+            out.append("<p>Counterexample corpus:</p><ul>" + "".join(
+                f"<li>{_e(c['status'])}: <code>{_e(c['file'])}</code> — {_e(c['detail'])}</li>" for c in t["corpus"])
+                + "</ul>")
+        if t.get("sequential"):
+            out.append(f"<p>Seeds: {_e(_sequential_line(t['sequential']))}</p>")
         if t.get("budget"):
             out.append(f"<p>What would decide it: {_e(t['budget'])}</p>")
         if t.get("error"):
             out.append(f"<pre>{_e(t['error'])}</pre>")
         for f in t.get("figures", []):
-            path = Path(out_dir) / f
-            if path.exists():
-                data = base64.b64encode(path.read_bytes()).decode("ascii")
-                out.append(f'<img alt="{_e(d["id"] + " " + path.stem)}" src="data:image/png;base64,{data}" />')
-            else:
-                out.append(f"<p class=\"muted\">figure {_e(f)} is missing</p>")
+            out.append(_html_figure(d, f, out_dir))
     out.append("</section>")
     return out
+
+
+def _html_figure(d: dict, f: str, out_dir: Path) -> str:
+    """The figure ``f`` (relative to the run folder) embedded in the page, or a note that it is missing."""
+    path = Path(out_dir) / f
+    if not path.exists():
+        return f"<p class=\"muted\">figure {_e(f)} is missing</p>"
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{_e(d["id"] + " " + path.stem)}" src="data:image/png;base64,{data}" />'
 
 
 # -- junit ----------------------------------------------------------------------------------
@@ -651,3 +708,10 @@ def render_junit(doc: dict) -> str:
         lines.append("</testcase>")
     lines.append("</testsuite></testsuites>")
     return "\n".join(lines) + "\n"
+
+
+def _sequential_line(seq: dict) -> str:
+    """How many seeds a sequential decision took, why it stopped, and its correction across looks."""
+    looks = "; ".join(f"{lk['seeds']} seeds: {lk['outcome']}" for lk in seq.get("looks", []))
+    return (f"{seq['seeds used']} training seeds, {seq['stop']} ({seq['correction']}: looks planned at "
+            f"{seq['planned looks']}, each at z = {seq['z per look']:.3g}). Looks: {looks}")

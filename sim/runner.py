@@ -28,8 +28,8 @@ from typing import Any, Callable, Sequence
 from .claims.base import PROFILES, Claim, Context, crash_result
 from .verdict import ClaimResult, Verdict, combine_verdicts, headline, to_jsonable
 
-__all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "atomic_write_text", "dump_json", "DEFAULT_REPORTS",
-           "RUN_SCHEMA"]
+__all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "graph_claims", "atomic_write_text", "dump_json",
+           "DEFAULT_REPORTS", "RUN_SCHEMA"]
 
 DEFAULT_REPORTS = Path("reports")
 #: Marks a folder as an icl-verify run (in its run.json): the only non-empty folder a run writes into.
@@ -54,6 +54,9 @@ class RunConfig:
     overrides: dict = field(default_factory=dict)
     #: Plugin files and the sha256 of their content: an edited plugin is a new configuration.
     plugins: dict = field(default_factory=dict)
+    #: The user's causal graph (``run --graph``) as :func:`sim.graphs.graph_record` (name, nodes,
+    #: edges), in place of the graphs of the claims that take one; None: every claim's own graphs.
+    graph: dict | None = None
 
     def __post_init__(self):
         if self.profile not in PROFILES:
@@ -64,6 +67,13 @@ class RunConfig:
             raise RunError(f"device must be resolved to cpu or cuda, got {self.device!r}")
         if not (isinstance(self.z, (int, float)) and math.isfinite(self.z) and self.z > 0):
             raise RunError(f"z must be a positive finite number, got {self.z!r}")
+        if self.graph is not None:
+            from .graphs import GraphSpecError, graph_from_record
+
+            try:
+                graph_from_record(self.graph)
+            except GraphSpecError as exc:
+                raise RunError(f"graph: {exc}") from None
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -71,7 +81,10 @@ class RunConfig:
     def digest(self) -> str:
         from . import __version__
 
-        blob = json.dumps({**self.as_dict(), "version": __version__}, sort_keys=True, default=str, allow_nan=False)
+        fields = self.as_dict()
+        if fields["graph"] is None:
+            del fields["graph"]  # a run without --graph keeps the id it had before the option existed
+        blob = json.dumps({**fields, "version": __version__}, sort_keys=True, default=str, allow_nan=False)
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
     @property
@@ -112,12 +125,21 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None,
-                   progress: Callable[[str], None] = lambda m: None) -> ClaimResult:
+                   progress: Callable[[str], None] = lambda m: None, corpus=None) -> ClaimResult:
     """Run the tiers of ``claim`` that ``config.profile`` asks for. Never raises for a crash
-    inside a check: that tier becomes ERROR with its traceback."""
+    inside a check: that tier becomes ERROR with its traceback. ``corpus`` (a
+    :class:`sim.corpus.Corpus`, or None): the property tier replays it first; FAILs are stored in it.
+
+    With ``config.graph``, a claim that takes a graph (``claim.graph_input``) runs on it: its
+    settings name the user's graph in place of its own (:meth:`GraphInput.overrides`), and the
+    result records the graph and draws it."""
+    overrides = dict(config.overrides.get(claim.id, {}))
+    given = _given_graph(claim, config)
+    if given is not None:
+        overrides.update(claim.graph_input.overrides(given, {**claim.settings.get(config.profile, {}), **overrides}))
     ctx = Context(claim=claim, profile=config.profile, seed=config.seed, out_dir=Path(out_dir),
-                  device=config.device, prior=prior, z=config.z, progress=progress,
-                  overrides=config.overrides.get(claim.id, {}))
+                  device=config.device, prior=prior, z=config.z, progress=progress, overrides=overrides,
+                  corpus=corpus)
     t0 = time.perf_counter()
     tiers = claim.tiers_for(config.profile)
     if "tiers" in ctx.overrides:  # e.g. tests running one tier
@@ -127,10 +149,12 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         progress(f"{claim.id} [{tier}]")
         t1 = time.perf_counter()
         try:
-            res = _checked(claim.checks[tier](ctx), claim, tier)
+            res = _run_tier(ctx, claim, tier)
         except (Exception, SystemExit) as exc:  # a crash (or an exit) is that claim's ERROR, never the run's end
             res = crash_result(tier, exc)
         _draw_counterexamples(ctx, res)
+        if corpus is not None:
+            corpus.after_tier(ctx, res)
         res.elapsed_s = round(time.perf_counter() - t1, 3)
         results.append(res)
     note = ""
@@ -138,13 +162,92 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         note = claim.pending or f"not run in profile {config.profile!r}; decided by profile {claim.decided_by!r}"
     verdict = combine_verdicts(r.verdict for r in results)  # findings never decide
     primary = {} if claim.primary is None else {**dataclasses.asdict(claim.primary), "cite": claim.primary.cite()}
+    graph = _graph_used(ctx, config, given) if given is not None and tiers else None
     return ClaimResult(
         id=claim.id, title=claim.title, paper=claim.source.paper, source=claim.source.cite(),
         statement=claim.statement, tiers_supported=list(claim.tiers), decided_by=claim.decided_by,
         verdict=verdict, tiers=results,
         seed=ctx.seed_for("claim"), config_hash=config.digest(),
         elapsed_s=round(time.perf_counter() - t0, 3), note=note, primary_reading=primary,
-        headline=headline(verdict, (f for r in results for f in r.findings)))
+        headline=headline(verdict, (f for r in results for f in r.findings)), graph=graph)
+
+
+def _given_graph(claim: Claim, config: RunConfig):
+    """The run's graph as the claim's settings take it (a GivenGraph), or None."""
+    if config.graph is None or claim.graph_input is None:
+        return None
+    from theory.graphs import GivenGraph
+
+    from .graphs import graph_from_record
+
+    return GivenGraph.from_graph(config.graph["name"], graph_from_record(config.graph))
+
+
+def _graph_used(ctx: Context, config: RunConfig, given) -> dict:
+    """What a claim's result says of the user's graph it ran on: the graph (name, nodes, edges),
+    the settings it replaced (with their values for the run), what it replaces and why its size is
+    bounded or fixed (:class:`~sim.claims.base.GraphInput`), and its drawing."""
+    gi = ctx.claim.graph_input
+    keys = dict.fromkeys(k for pair in gi.settings.items() for k in pair)  # graph names, then their lengths
+    used = {k: ctx.settings[k] for k in keys if k in ctx.settings}
+    out = {**config.graph, "settings": used, "replaces": gi.replaces, "size_note": gi.size_note, "figure": None}
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from .graphs import draw_graph, graph_from_record
+
+        g = graph_from_record(config.graph)
+        fig, ax = plt.subplots(figsize=(max(4.0, 0.35 * g.number_of_nodes() + 2), 3.2))
+        draw_graph(ax, g, title=f"{ctx.claim.id} ran on the user's graph {given} ({g.number_of_nodes()} nodes)")
+        out["figure"] = ctx.save_figure(fig, "user-graph")
+    except Exception as exc:  # a drawing never takes the verdict down
+        out["figure_error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+#: A look's verdict as the sequential decision reads it: only INCONCLUSIVE asks for more seeds.
+_LOOK_OUTCOME = {Verdict.PASS: "held", Verdict.FAIL: "violated", Verdict.ASSUMPTION_UNMET: "held",
+                 Verdict.INCONCLUSIVE: "undecided"}
+
+
+def _run_tier(ctx: Context, claim: Claim, tier: str):
+    """One tier's check. A tier whose settings give a seed schedule (``seeds_start`` below the
+    cap ``seeds``, ``seeds_step``; ``seeds_key`` renames ``seeds``, ``seeds_tier`` names the
+    tier, ``trained`` by default) is decided sequentially (:mod:`sim.sequential`): it runs at
+    the first look's number of seeds and at each later look's while its verdict (controls
+    included) is INCONCLUSIVE, every look at the per-look ``z`` of the Bonferroni correction.
+    Keys named in ``seeds_also`` follow ``seeds`` (where they are set and not 0: 0 switches that part
+    off). Seeds already trained are reused (``ctx.memo``)."""
+    from .sequential import SeedSchedule, decide_sequentially
+    from .verdict import Outcome
+
+    s = ctx.settings
+    key = s.get("seeds_key", "seeds")
+    if f"{key}_start" not in s or tier != s.get("seeds_tier", "trained"):
+        return _checked(claim.checks[tier](ctx), claim, tier)
+    schedule = SeedSchedule.from_settings(s, key)
+    also = tuple(s.get("seeds_also", ()))
+
+    def look(n: int, z_look: float):
+        ctx.progress(f"{claim.id} [{tier}] {n} seeds")
+        # dataclasses.replace keeps the same memo_store: the looks share their trained seeds
+        look_ctx = dataclasses.replace(ctx, z=z_look, overrides={**ctx.overrides, key: n,
+                                                                 **{k: n for k in also if s.get(k)}})
+        res = _checked(claim.checks[tier](look_ctx), claim, tier)
+        outcome = Outcome(_LOOK_OUTCOME.get(res.verdict, "held"))  # ERROR: stop and report it
+        return outcome, res, f"{res.verdict.value}: {res.summary[:300]}"
+
+    res, run = decide_sequentially(schedule, ctx.z, look)
+    res.sequential = run.record()
+    res.numbers.append(run.number())
+    res.summary += f" [{run.stop_reason()}]"
+    if res.verdict is Verdict.INCONCLUSIVE:
+        res.budget = (res.budget + "; " if res.budget else "") + (
+            f"more seeds than the cap of {schedule.cap} (setting {key!r}), or a profile with a larger cap")
+    return res
 
 
 def _draw_counterexamples(ctx: Context, res) -> None:
@@ -206,7 +309,8 @@ def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool, claim_ids: Sequ
 
     A fresh run writes into a new or empty folder, or into an earlier icl-verify run's folder
     (its run.json says so), where it removes only what that run wrote: its per-claim results,
-    its figures (named ``<claim id>-*.png``) and its four reports. Anything else is refused."""
+    its figures (named ``<claim id>-*.png``) and its four reports. Anything else is refused, but
+    for a ``corpus`` folder (the default counterexample corpus, kept from run to run)."""
     old = read_run_json(out_dir)
     if resume:
         if old is None:
@@ -216,7 +320,7 @@ def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool, claim_ids: Sequ
                            f"({old.get('config')}); start a fresh run or use a different --out")
         return
     if old is None:
-        found = sorted(p.name for p in out_dir.iterdir() if p.name != _LOCK)
+        found = sorted(p.name for p in out_dir.iterdir() if p.name not in (_LOCK, "corpus"))
         if found:
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
             raise RunError(f"--out {out_dir} is not empty and is not an icl-verify run folder (it holds {shown}); "
@@ -282,8 +386,11 @@ def _alive(pid: int) -> bool:
 
 
 def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = None, resume: bool = False,
-        prior=None, show_progress: bool = True, audit=None) -> tuple[Path, list[dict[str, Any]]]:
+        prior=None, show_progress: bool = True, audit=None, corpus=None) -> tuple[Path, list[dict[str, Any]]]:
     """Evaluate ``claims`` and write the run folder; returns ``(out_dir, claim dicts)``.
+
+    ``corpus`` (a :class:`sim.corpus.Corpus`, or None for none): the counterexample corpus the
+    claims replay and store their FAILs in.
 
     ``audit`` (the prior audit, :mod:`sim.audit`): a JSON-able dict, or a callable that gets
     the claim dicts once every claim has finished and returns it; it is written at the top
@@ -291,6 +398,7 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
     """
     if not claims:
         raise RunError("no claims selected")
+    graph_claims(config, claims)
     out_dir = Path(out_dir) if out_dir is not None else DEFAULT_REPORTS / config.run_id
     try:
         if out_dir.exists() and not out_dir.is_dir():
@@ -303,10 +411,36 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
         raise RunError(f"cannot write to --out {out_dir}: {exc.strerror or exc}") from None
     with _FolderLock(out_dir):
         return _run_locked(config, claims, out_dir, resume=resume, prior=prior, show_progress=show_progress,
-                           audit=audit)
+                           audit=audit, corpus=corpus)
 
 
-def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, audit):
+def graph_claims(config: RunConfig, claims: Sequence[Claim]) -> list[Claim]:
+    """The claims of ``claims`` that run on ``config.graph`` (none without one), each checked to
+    take it in ``config.profile``. A :class:`RunError` before anything runs when none of them takes a
+    graph (it lists those that do) or when the graph does not fit one (it names the claim and node)."""
+    if config.graph is None:
+        return []
+    from . import claims as registry
+    from .claims.base import GraphFitError
+    from .graphs import graph_from_record
+
+    takers = [c for c in claims if c.graph_input is not None]
+    if not takers:
+        known = [c.id for c in registry.all_claims() if c.graph_input is not None]
+        raise RunError(f"--graph: no claim matching {config.claims!r} takes a graph (their checks draw their own, or "
+                       f"none); the claims that take one: {', '.join(known) or 'none'}")
+    g = graph_from_record(config.graph)
+    for c in takers:
+        settings = {**c.settings.get(config.profile, {}), **config.overrides.get(c.id, {})}
+        try:
+            c.graph_input.check(c.id, g, settings)
+        except GraphFitError as exc:
+            hint = f" (or leave {c.id} out of --claims)" if len(takers) > 1 else ""
+            raise RunError(f"--graph {config.graph['name']}: {exc}{hint}") from None
+    return takers
+
+
+def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, audit, corpus=None):
     from .report import write_reports
 
     _prepare_dir(out_dir, config, resume, [c.id for c in claims])
@@ -328,7 +462,7 @@ def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, 
                     dicts.append(data)
                     bar.update(1)
                     continue
-            result = evaluate_claim(claim, config, out_dir, prior=prior,
+            result = evaluate_claim(claim, config, out_dir, prior=prior, corpus=corpus,
                                     progress=lambda m: bar.set_postfix_str(m, refresh=True))
             data, text = _serialised(result)
             atomic_write_text(path, text)

@@ -11,9 +11,14 @@ killed run resumes to the same parameters.
 
 Randomness is split by purpose: ``init`` for parameters (used by the caller building the
 model), ``data`` for the batches; both come from the claim's seeds.
+
+:func:`train_batched` trains several independent models of one architecture as one
+(``torch.func``: stacked parameters, ``functional_call`` under ``vmap``); model ``k`` is the
+model :func:`train` would give from the same init, data and config (a test holds this).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -24,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-__all__ = ["Stage", "TrainConfig", "TrainLog", "train", "make_generator"]
+__all__ = ["Stage", "TrainConfig", "TrainLog", "train", "train_batched", "make_generator"]
 
 
 @dataclass(frozen=True)
@@ -253,3 +258,84 @@ def _save(path: Path, model, opt, stage_index, gen, step, config, log, t0) -> No
                 "optimizer": None if opt is None else {"stage": stage_index, "state": opt.state_dict()},
                 "log": {"rows": log.rows, "seconds": time.perf_counter() - t0, "crossed": log.crossed}}, tmp)
     os.replace(tmp, path)
+
+
+def train_batched(models, samples, config: TrainConfig, seeds, *, device: str = "cpu",
+                  loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor] | None = None,
+                  progress: Callable[[str], None] | None = None) -> list[TrainLog]:
+    """Train ``models`` (one architecture, independent inits) as one, in place; one log per model.
+
+    Model ``k`` draws its batches with ``samples[k](gen_k, step)``, ``gen_k`` seeded with
+    ``seeds[k]``, and is what :func:`train` gives for ``(models[k], samples[k],
+    dataclasses.replace(config, seed=seeds[k]))``: the loss of the stack is the sum of the
+    models' losses, so each model's gradient is its own, and SGD and Adam update elementwise.
+    Batches are pytrees of tensors; a leaf that is not a tensor (a numpy record beside the data)
+    reaches the loss as ``None``. Checkpoints, probes,
+    a Bayes baseline and gradient clipping (a norm over one model) are :func:`train`'s only.
+    """
+    from torch.func import functional_call, stack_module_state, vmap
+    from torch.utils import _pytree as pytree
+
+    M = len(models)
+    if M == 0 or len(samples) != M or len(seeds) != M:
+        raise ValueError(f"train_batched needs one sampler and one seed per model: {M} models, "
+                         f"{len(samples)} samplers, {len(seeds)} seeds")
+    if config.grad_clip is not None:
+        raise ValueError("train_batched does not clip gradients (a norm over one model); use train")
+
+    class _Loss(torch.nn.Module):  # forward(batch) = the model's loss, so functional_call can swap parameters
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, batch):
+            return loss_fn(self.model, batch) if loss_fn is not None else self.model.loss(batch)
+
+    wrapped = [_Loss(m.to(device)) for m in models]
+    stacked, buffers = stack_module_state(wrapped)
+    stacked = {n: p.detach().clone() for n, p in stacked.items()}
+    base = copy.deepcopy(wrapped[0]).to("meta")  # the architecture; its parameters come from `stacked`
+    gens = [make_generator(sd, device) for sd in seeds]
+    logs = [TrainLog() for _ in range(M)]
+    total, step, t0 = config.total_steps, 0, time.perf_counter()
+
+    def batch_of(s: int):
+        parts = [samples[k](gens[k], s) for k in range(M)]
+        batch = pytree.tree_map(lambda *xs: torch.stack(xs) if isinstance(xs[0], torch.Tensor) else None, *parts,
+                                is_leaf=lambda x: x is None)
+        dims = pytree.tree_map(lambda x: None if x is None else 0, batch, is_leaf=lambda x: x is None)
+        return batch, dims
+
+    for stage_index, stage in enumerate(config.stages):
+        names = [n for n in stacked if not stage.params or any(n[len("model."):].startswith(k) for k in stage.params)]
+        if not names:
+            raise ValueError(f"stage trains {stage.params}, but the model's parameters are "
+                             f"{[n[len('model.'):] for n in stacked]}")
+        for n, p in stacked.items():
+            p.requires_grad_(n in names)
+        opt = _optimizer(stage, [(n[len("model."):], stacked[n]) for n in names])
+        for k_step in range(stage.steps):
+            for group in opt.param_groups:
+                group["lr"] = _lr_at(stage, k_step)
+            batch, dims = batch_of(step)
+            losses = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)), in_dims=(0, 0, dims))(
+                stacked, buffers, batch)  # (M,)
+            opt.zero_grad(set_to_none=True)
+            losses.sum().backward()
+            opt.step()
+            step += 1
+            if step % config.log_every == 0 or step == total:
+                seconds = time.perf_counter() - t0
+                for k in range(M):
+                    logs[k].rows.append({"step": step, "loss": float(losses[k].detach()), "seconds": seconds,
+                                         "stage": stage_index})
+                if progress is not None:
+                    progress(f"step {step}/{total}, {M} models, mean loss {float(losses.detach().mean()):.4f}")
+    with torch.no_grad():
+        for k, m in enumerate(wrapped):
+            for n, p in m.named_parameters():
+                p.copy_(stacked[n][k])
+    seconds = time.perf_counter() - t0
+    for log in logs:
+        log.seconds, log.steps = seconds / M, step
+    return logs

@@ -36,6 +36,8 @@ __all__ = [
     "ClaimResult",
     "Z_DEFAULT",
     "compare",
+    "margin_multiplier",
+    "welch_df",
     "tier_verdict",
     "combine_verdicts",
     "headline",
@@ -76,7 +78,9 @@ class Number:
 
     ``stderr`` is the Monte Carlo standard error (or the seeds' standard error for trained
     numbers; ``0.0`` for exact values), ``n`` the sample size, ``seed`` the seed that
-    produced it, ``tolerance`` the tolerance the check used with it.
+    produced it, ``tolerance`` the tolerance the check used with it. ``df`` is set when the
+    standard error was estimated from few samples (``n - 1`` across ``n`` training seeds):
+    margins on such a number use the Student-t quantile (:func:`margin_multiplier`), not ``z``.
     """
 
     name: str
@@ -87,12 +91,15 @@ class Number:
     tolerance: float | None = None
     kind: str = "exact"  # exact | montecarlo | trained | symbolic | property
     note: str = ""
+    df: float | None = None
 
     def __post_init__(self):
         if self.kind not in ("exact", "montecarlo", "trained", "symbolic", "property"):
             raise ValueError(f"Number {self.name!r}: unknown kind {self.kind!r}")
         if self.stderr < 0 or (isinstance(self.stderr, float) and math.isnan(self.stderr)):
             raise ValueError(f"Number {self.name!r}: stderr must be >= 0, got {self.stderr}")
+        if self.df is not None and self.df < 0:
+            raise ValueError(f"Number {self.name!r}: df must be >= 0, got {self.df}")
 
     def format(self, digits: int = 4) -> str:
         v = _fmt(self.value, digits)
@@ -215,6 +222,10 @@ class TierResult:
     findings: list[Finding] = field(default_factory=list)
     # Negative controls: wrong mechanisms through the same deciding check; each must FAIL.
     controls: list[Control] = field(default_factory=list)
+    # A trained tier decided sequentially over seeds: the looks, why it stopped (sim.sequential).
+    sequential: dict[str, Any] | None = None
+    # The counterexample corpus (sim.corpus): one {"file", "status", "detail"} per file replayed, stored or skipped.
+    corpus: list[dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
     error: str | None = None
 
@@ -238,6 +249,9 @@ class ClaimResult:
     primary_reading: dict[str, Any] = field(default_factory=dict)
     # The verdict with the failing findings beside it: "PASS (finding: ...)".
     headline: str = ""
+    # The user's causal graph the claim ran on (``run --graph``): name, nodes, edges, the settings it
+    # replaced, why, and its figure; None when it ran on its own graphs.
+    graph: dict[str, Any] | None = None
 
 
 def headline(verdict: Verdict, findings: Iterable[Finding]) -> str:
@@ -268,13 +282,55 @@ def guard_with_controls(result: TierResult) -> TierResult:
     return result
 
 
+def margin_multiplier(z: float, df: float | None = None) -> float:
+    """How many standard errors a margin needs, at the one-sided level ``Phi(-z)``.
+
+    ``z`` itself when the standard error is known well (Monte Carlo over many samples);
+    the Student-t quantile ``t_{df}^{-1}(Phi(z))`` when it was estimated with ``df``
+    degrees of freedom (``n - 1`` across ``n`` training seeds), so that few seeds give a
+    wide margin and not a lucky one (at z = 3: 4.5 with 7 degrees of freedom, 236 with 1).
+    ``df = 0`` (one sample, no estimate of the spread) needs an infinite margin.
+    """
+    if df is None:
+        return float(z)
+    if df < 0:
+        raise ValueError(f"df must be >= 0, got {df}")
+    if df == 0:
+        return math.inf
+    from scipy import stats
+
+    return float(stats.t.isf(stats.norm.sf(z), df))
+
+
+def welch_df(parts: Iterable[tuple[float, float | None]]) -> float | None:
+    """Welch-Satterthwaite degrees of freedom of a sum of variance estimates.
+
+    ``parts`` are ``(variance, df)``; ``df`` None marks a variance known well (Monte Carlo over
+    many samples). ``nu = (sum v)^2 / sum_{df finite} v^2 / df``; None when no part has a finite
+    ``df`` (the normal quantile applies), and ``0`` when the only finite-``df`` parts have none.
+    """
+    parts = [(float(v), df) for v, df in parts]
+    total = sum(v for v, _ in parts)
+    few = [(v, df) for v, df in parts if df is not None]
+    if not few:
+        return None
+    if any(df == 0 for _, df in few):
+        return 0.0
+    denom = sum(v * v / df for v, df in few)
+    if denom == 0.0:
+        return None if total > 0 else float(min(df for _, df in few))
+    return total * total / denom
+
+
 def compare(value: float, threshold: float, *, stderr: float = 0.0, z: float = Z_DEFAULT,
-            tol: float = 0.0, direction: str = ">=") -> Outcome:
+            tol: float = 0.0, direction: str = ">=", df: float | None = None) -> Outcome:
     """Decide ``value >= threshold`` (or ``<=``) with margin beyond the error.
 
-    HELD when the inequality holds by more than ``z * stderr + tol``; VIOLATED when it
-    fails by more than that; UNDECIDED in between. ``tol`` is the float tolerance for
-    exact numbers (round-off), ``stderr`` the statistical error.
+    HELD when the inequality holds by more than ``q * stderr + tol``; VIOLATED when it
+    fails by more than that; UNDECIDED in between. ``q = z`` when ``df`` is None, else the
+    Student-t quantile with ``df`` degrees of freedom at the same one-sided level
+    (:func:`margin_multiplier`). ``tol`` is the float tolerance for exact numbers
+    (round-off), ``stderr`` the statistical error.
 
     For a non-strict exact inequality that may hold with equality (e.g. the DPI), pass a
     round-off ``tol`` and read UNDECIDED as "equal within round-off": callers decide
@@ -285,7 +341,10 @@ def compare(value: float, threshold: float, *, stderr: float = 0.0, z: float = Z
     if any(isinstance(x, float) and math.isnan(x) for x in (value, threshold, stderr)):
         raise ValueError(f"compare got NaN (value={value}, threshold={threshold}, stderr={stderr})")
     diff = value - threshold if direction == ">=" else threshold - value
-    margin = z * stderr + tol
+    q = margin_multiplier(z, df)
+    if math.isinf(q):  # one sample: its spread is unknown, so nothing is beyond it
+        return Outcome.UNDECIDED
+    margin = q * stderr + tol
     if diff > margin:
         return Outcome.HELD
     if diff < -margin:

@@ -41,6 +41,7 @@ from .structures import CausalTree
 
 __all__ = [
     "FAMILIES",
+    "GivenGraph",
     "chain",
     "in_context_function",
     "star",
@@ -63,16 +64,55 @@ __all__ = [
 ]
 
 
+class GivenGraph(str):
+    """One fixed graph standing where a claim's settings name a graph family (a user's graph).
+
+    The string is its label, what records, figures and reports print; ``parent_sets[i]`` are
+    the sorted parents of node ``i``. :func:`n_parents` and :func:`k_parent_sets` return it
+    as it is, so every check that resolves its settings' graph names through them takes a
+    user's graph unchanged; asked for another size than its own, they raise."""
+
+    parent_sets: tuple[tuple[int, ...], ...]
+
+    def __new__(cls, label: str, parent_sets: Sequence[Sequence[int]]):
+        self = super().__new__(cls, label)
+        self.parent_sets = tuple(tuple(sorted(int(p) for p in ps)) for ps in parent_sets)
+        return self
+
+    def __getnewargs__(self):  # copies and pickles keep the graph, not only the label
+        return str(self), self.parent_sets
+
+    @classmethod
+    def from_graph(cls, label: str, g) -> "GivenGraph":
+        """The graph ``g`` (validated) under ``label``."""
+        return cls(label, to_parent_sets(g))
+
+    def parents(self, T: int) -> np.ndarray:
+        """The parent array (``-1`` for a root) of a graph on ``T`` positions with at most one parent each."""
+        self._check_size(T, "positions")
+        for i, ps in enumerate(self.parent_sets):
+            if len(ps) > 1:
+                raise TheoryError(f"graph {self}: node {i} has {len(ps)} parents {list(ps)}; at most one here")
+        return np.array([ps[0] if ps else -1 for ps in self.parent_sets], dtype=np.int64)
+
+    def _check_size(self, want: int, what: str) -> None:
+        if len(self.parent_sets) != want:
+            raise TheoryError(f"graph {self} has {len(self.parent_sets)} {what}, not the {want} asked for")
+
+
 # ------------------------------------------------------------------ parent arrays (fast) --
 def n_parents(name: str, T: int, rng: np.random.Generator | None = None) -> np.ndarray:
     """N's graphs as a parent array of length ``T`` (``-1`` for a root); the query ``T-1`` is a root.
 
     ``name``: ``chain``, ``icl`` (the in-context function graph; ``icf``/``function`` are
     aliases), ``star``, ``roots``, ``random`` (``p(i) ~ Unif{-1..i-1}``, needs ``rng``) or
-    ``many`` (N's many-graphs law, needs ``rng``). Laws: see the module docstring.
+    ``many`` (N's many-graphs law, needs ``rng``), or a :class:`GivenGraph` on ``T`` positions.
+    Laws: see the module docstring.
     """
     if T < 2:
         raise TheoryError(f"T must be >= 2 (context and query), got {T}")
+    if isinstance(name, GivenGraph):
+        return name.parents(T)
     par = np.full(T, -1, dtype=np.int64)
     ctx = np.arange(T - 1)  # context positions 0..T-2
     if name == "chain":
@@ -116,8 +156,15 @@ def k_parent_sets(name: str, T: int, k: int = 2, rng: np.random.Generator | None
     """N Knowl 9's parent sets on ``T + 1`` nodes (node ``T`` is the target); nodes ``< k`` are roots.
 
     ``ngram``: ``p(i) = (i-k, .., i-1)``; ``notebook`` (k = 2, N's ``multi_parent.ipynb``):
-    ``p(i) = ((i-1)//2, i-1)``; ``random``: a sorted uniform ``k``-subset of ``0..i-1`` (needs ``rng``).
+    ``p(i) = ((i-1)//2, i-1)``; ``random``: a sorted uniform ``k``-subset of ``0..i-1`` (needs ``rng``);
+    or a :class:`GivenGraph` on ``T + 1`` nodes with at most ``k`` parents each.
     """
+    if isinstance(name, GivenGraph):
+        name._check_size(T + 1, "nodes (T prompt positions and the target)")
+        for i, ps in enumerate(name.parent_sets):
+            if len(ps) > k:
+                raise TheoryError(f"graph {name}: node {i} has {len(ps)} parents {list(ps)}; at most k = {k} here")
+        return list(name.parent_sets)
     if k < 1 or T < k:
         raise TheoryError(f"a k-parent DAG needs 1 <= k <= T, got k={k}, T={T}")
     if name == "notebook" and k != 2:

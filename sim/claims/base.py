@@ -25,6 +25,8 @@ from ..verdict import Assumption, Number, Outcome, TierResult, Verdict, tier_ver
 __all__ = [
     "Source",
     "PrimaryReading",
+    "GraphInput",
+    "GraphFitError",
     "Claim",
     "Context",
     "TIERS",
@@ -103,6 +105,108 @@ class PrimaryReading:
         return f"seed {self.seed}, line{'s' if any(c in self.lines for c in '-,') else ''} {self.lines}"
 
 
+class GraphFitError(ValueError):
+    """A user's graph that does not fit a claim; the message names the claim, the node and the reason."""
+
+
+@dataclass(frozen=True)
+class GraphInput:
+    """How a claim takes a user's causal graph in place of its own (``icl-verify run --graph``).
+
+    ``settings`` maps each settings key that names the claim's graphs (a tuple of family names,
+    or one name) to the settings key of the length they are built at. For the run the names
+    become the user's graph alone (a :class:`theory.graphs.GivenGraph`, which the functions that
+    resolve the names return as it is) and, unless ``fixed_length``, the length becomes the
+    graph's: an integer ``T``, or the ``T`` of each ``(S, T)`` pair (one pair per ``S``). With
+    ``fixed_length`` the graph must have the length the profile sets.
+
+    ``form`` says what fits:
+
+    - ``"tree"``: N's one-parent graphs on positions ``0..T-1`` (``T`` = the nodes): at most one
+      parent each, and the last position, the query, a root;
+    - ``"k-parent"``: Knowl 9's DAGs on ``0..T`` (``T`` = the nodes - 1): every non-root has
+      exactly ``k`` parents, and the last node, the target, has ``k``.
+
+    ``replaces`` says, in the report, what the graph replaces and what keeps the claim's own
+    graphs; ``size_note`` why the graph has at most ``max_nodes`` nodes (what grows with them)
+    or, with ``fixed_length``, why the length is the profile's.
+    """
+
+    settings: Mapping[str, str]
+    form: str = "tree"
+    k: int = 1
+    max_nodes: int = 1000
+    fixed_length: bool = False
+    replaces: str = ""
+    size_note: str = ""
+
+    def __post_init__(self):
+        if self.form not in ("tree", "k-parent"):
+            raise ValueError(f"GraphInput form must be 'tree' or 'k-parent', got {self.form!r}")
+        if not self.settings:
+            raise ValueError("GraphInput needs the settings key of at least one graph")
+        if self.k < 1 or (self.form == "tree" and self.k != 1):
+            raise ValueError(f"GraphInput: k = {self.k} parents does not go with form {self.form!r}")
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+
+    def length(self, n_nodes: int) -> int:
+        """The claim's ``T`` for a graph of ``n_nodes`` nodes."""
+        return n_nodes if self.form == "tree" else n_nodes - 1
+
+    def check(self, claim_id: str, g, settings: Mapping[str, Any]) -> None:
+        """Raise :class:`GraphFitError` unless the validated graph ``g`` fits (``settings``: the
+        claim's settings in the run's profile, for ``fixed_length``)."""
+        n = g.number_of_nodes()
+        last = n - 1
+        what = ("one-parent graphs (nodes 0..T-1, at most one parent each, the last one, the query, a root)"
+                if self.form == "tree" else
+                f"{self.k}-parent DAGs (nodes 0..T, every non-root exactly {self.k} parents, the last one, the target, "
+                "too)")
+
+        def refuse(reason: str, because: str = f"it takes {what}"):
+            raise GraphFitError(f"{claim_id} does not take this graph: {reason}; {because}")
+
+        if n > self.max_nodes:
+            refuse(f"{n} nodes is too many", f"{self.size_note}, hence at most {self.max_nodes}")
+        if n < (2 if self.form == "tree" else self.k + 1):
+            refuse(f"{n} node{'s' if n != 1 else ''} is too few")
+        for v in range(n):
+            parents = sorted(g.predecessors(v))
+            if self.form == "tree" and len(parents) > 1:
+                refuse(f"node {v} has {len(parents)} parents {parents}")
+            if self.form == "k-parent" and parents and len(parents) != self.k:
+                refuse(f"node {v} has {len(parents)} parent{'s' if len(parents) != 1 else ''} {parents}, "
+                       f"not {self.k}")
+        if self.form == "tree" and g.in_degree(last) > 0:
+            refuse(f"node {last}, the last, is the query and must be a root; it has parent "
+                   f"{next(iter(g.predecessors(last)))}")
+        if self.form == "k-parent" and g.in_degree(last) == 0:
+            refuse(f"node {last}, the last, is the target and needs {self.k} parents; it has none")
+        if self.fixed_length:
+            for key in dict.fromkeys(self.settings.values()):
+                if key in settings and int(settings[key]) != self.length(n):
+                    refuse(f"{n} nodes, but it runs at {key} = {settings[key]}", f"the length is fixed: "
+                           f"{self.size_note}")
+
+    def overrides(self, given, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings that put ``given`` (a :class:`theory.graphs.GivenGraph`) in place of the
+        claim's graphs, for a profile whose settings are ``settings``."""
+        out: dict[str, Any] = {}
+        T = self.length(len(given.parent_sets))
+        for names_key, length_key in self.settings.items():
+            if names_key not in settings:
+                continue
+            out[names_key] = given if isinstance(settings[names_key], str) else (given,)
+            length = settings.get(length_key)
+            if self.fixed_length or length is None:
+                continue
+            if isinstance(length, (int, np.integer)):
+                out[length_key] = T
+            else:  # (S, T) pairs: every S at the graph's T
+                out[length_key] = tuple((S, T) for S in dict.fromkeys(int(S) for S, _ in length))
+        return out
+
+
 @dataclass(frozen=True)
 class Claim:
     """One catalogue entry made executable.
@@ -128,6 +232,8 @@ class Claim:
     pending: str = ""
     #: The paper's own statement that decides the verdict (see :class:`PrimaryReading`).
     primary: PrimaryReading | None = None
+    #: How a user's causal graph replaces the claim's own (``run --graph``); None: it takes none.
+    graph_input: GraphInput | None = None
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not CLAIM_ID.fullmatch(self.id):
@@ -181,6 +287,11 @@ class Context:
     z: float = 3.0
     progress: Callable[[str], None] = lambda msg: None
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    # The counterexample corpus (a sim.corpus.Corpus, or None): the property tier replays it first.
+    corpus: Any = None
+    # Trained models kept for the claim's later looks (a sequential decision adds seeds; the
+    # seeds it already trained are the same models): key -> object, see :meth:`memo`.
+    memo_store: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def settings(self) -> Mapping[str, Any]:
@@ -199,6 +310,14 @@ class Context:
 
     def rng(self, purpose: str) -> np.random.Generator:
         return np.random.default_rng(self.seed_for(purpose))
+
+    def memo(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()`` once per ``key`` for this claim's evaluation (shared by the looks of a
+        sequential decision, which reuse the seeds they already trained). ``key`` must name
+        every input of ``make``: seeds, task, recipe and device."""
+        if key not in self.memo_store:
+            self.memo_store[key] = make()
+        return self.memo_store[key]
 
     def figure_path(self, name: str) -> Path:
         path = self.out_dir / "figures" / f"{self.claim.id}-{name}.png"
@@ -303,12 +422,15 @@ def search_counterexample(strategy, violates: Callable[[Any], bool], *, max_exam
     """Search ``strategy`` for an input on which ``violates`` is true; shrink it.
 
     Returns ``(example, n_tried)`` with ``example=None`` when none was found within
-    ``max_examples``. Reproducible: hypothesis draws from ``random.Random(seed)`` and uses
-    no example database, independent of any hypothesis profile the caller loaded.
+    ``max_examples`` (``(None, 0)`` when that is 0). Reproducible: hypothesis draws from
+    ``random.Random(seed)`` and uses no example database, independent of any hypothesis profile
+    the caller loaded.
     """
     from hypothesis import HealthCheck, Phase, find, settings
     from hypothesis.errors import NoSuchExample, Unsatisfiable
 
+    if max_examples <= 0:  # a budget of nothing: hypothesis refuses it, and there is nothing to search
+        return None, 0
     tried = 0
 
     def condition(x):
@@ -343,8 +465,14 @@ def crash_result(tier: str, exc: BaseException) -> TierResult:
 def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], record: Callable[[Any], dict], *,
                   what: str, assumptions: Sequence[Assumption] = (),
                   assumptions_of: Callable[[Any], Mapping[str, bool]] | None = None) -> TierResult:
-    """Run the property tier: search ``strategy`` for a violation of the conclusion and report
-    the shrunk counterexample.
+    """Run the property tier: replay the corpus, then search ``strategy`` for a violation of the
+    conclusion and report the shrunk counterexample.
+
+    First the counterexamples earlier FAILs left in the corpus (``ctx.corpus``, :mod:`sim.corpus`)
+    are replayed: one that meets every assumption and still violates the conclusion decides FAIL
+    and the search for such a counterexample is skipped; one that no longer does is reported as
+    fixed. A counterexample the search finds is stored there. ``max_examples = 0`` replays only:
+    with no replayed counterexample that still fails, the tier is INCONCLUSIVE (nothing searched).
 
     Without a user's prior the strategy is the tool's own search space: inputs that break
     an assumption (per ``assumptions_of``, when given) are skipped, since the lemma says
@@ -356,20 +484,37 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
     """
     seed = ctx.seed_for("property")
     n_max = int(ctx.settings.get("max_examples", 100))
+    replayed, notes = _replay_corpus(ctx, violates, assumptions_of)
+    skipped = "; not searched: a counterexample from the corpus decided" if replayed is not None else ""
+    if replayed is None and n_max <= 0:
+        return TierResult("property", tier_verdict(assumptions, Outcome.UNDECIDED), Outcome.UNDECIDED,
+                          f"{what}: not searched (search budget of 0 examples), and no counterexample from the "
+                          "corpus still fails", assumptions=list(assumptions), corpus=notes,
+                          numbers=[Number("examples evaluated (search and shrinking)", 0, kind="property", seed=seed,
+                                          note="budget 0 generated examples")],
+                          budget="a search budget of at least one example (setting max_examples; "
+                                 "icl-verify run --budget N)")
     if assumptions_of is None or ctx.prior is None:
         def meets(x):
             return assumptions_of is None or all(assumptions_of(x).values())
 
-        example, tried = search_counterexample(strategy, lambda x: meets(x) and violates(x),
-                                               max_examples=n_max, seed=seed)
+        if replayed is not None:
+            example, tried = replayed.example, 0
+        else:
+            example, tried = search_counterexample(strategy, lambda x: meets(x) and violates(x),
+                                                   max_examples=n_max, seed=seed)
         searched = Number("examples evaluated (search and shrinking)", tried, kind="property", seed=seed,
-                          note=f"budget {n_max} generated examples")
+                          note=f"budget {n_max} generated examples{skipped}")
         outcome = Outcome.HELD if example is None else Outcome.VIOLATED
-        return TierResult("property", tier_verdict(assumptions, outcome), outcome,
-                          f"{what}: no counterexample in {tried} evaluations" if example is None else
-                          f"{what}: hypothesis found a counterexample after {tried} evaluations (shrunk)",
-                          numbers=[searched], counterexample=None if example is None else record(example),
-                          assumptions=list(assumptions))
+        if replayed is not None:
+            summary = f"{what}: counterexample replayed from the corpus {replayed.path} before any search"
+        elif example is None:
+            summary = f"{what}: no counterexample in {tried} evaluations"
+        else:
+            summary = f"{what}: hypothesis found a counterexample after {tried} evaluations (shrunk)"
+        cex = None if example is None else _counterexample(ctx, what, example, record, replayed, seed, notes)
+        return TierResult("property", tier_verdict(assumptions, outcome), outcome, summary, numbers=[searched],
+                          counterexample=cex, assumptions=list(assumptions), corpus=notes)
 
     failed: dict[str, int] = {}
     drawn = 0
@@ -382,13 +527,16 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
             failed[name] = failed.get(name, 0) + (not ok)
         return st
 
-    half = max(1, n_max // 2)
-    valid_cex, tried_a = search_counterexample(strategy, lambda x: all(status(x).values()) and violates(x),
-                                               max_examples=half, seed=seed)
+    half = max(1, n_max // 2) if n_max > 0 else 0
+    if replayed is not None:
+        valid_cex, tried_a = replayed.example, 0
+    else:
+        valid_cex, tried_a = search_counterexample(strategy, lambda x: all(status(x).values()) and violates(x),
+                                                   max_examples=half, seed=seed)
     broken_cex, tried_b = search_counterexample(strategy, lambda x: not all(status(x).values()) and violates(x),
                                                 max_examples=half, seed=seed + 1)
     numbers = [Number("evaluations: search among draws meeting every assumption", tried_a, kind="property",
-                      seed=seed, note=f"budget {half}"),
+                      seed=seed, note=f"budget {half}{skipped}"),
                Number("evaluations: search among draws breaking an assumption", tried_b, kind="property",
                       seed=seed + 1, note=f"budget {half}")]
     found = list(assumptions) + [
@@ -403,10 +551,12 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
         without = (f"no counterexample within the budget of {half} examples on draws that break an assumption "
                    "(the assumption did not look necessary for this prior)")
     if valid_cex is not None:
-        return TierResult("property", Verdict.FAIL, Outcome.VIOLATED,
-                          f"{what}: counterexample meeting every assumption found after {tried_a} evaluations",
-                          numbers=numbers, counterexample=record(valid_cex), assumptions=found,
-                          conclusion_without_assumptions=without)
+        summary = (f"{what}: counterexample meeting every assumption replayed from the corpus {replayed.path} "
+                   "before any search" if replayed is not None else
+                   f"{what}: counterexample meeting every assumption found after {tried_a} evaluations")
+        return TierResult("property", Verdict.FAIL, Outcome.VIOLATED, summary, numbers=numbers,
+                          counterexample=_counterexample(ctx, what, valid_cex, record, replayed, seed, notes),
+                          assumptions=found, conclusion_without_assumptions=without, corpus=notes)
     outcome = Outcome.HELD
     verdict = tier_verdict(found, outcome)
     summary = f"{what}: no counterexample among draws meeting every assumption ({tried_a} evaluations)"
@@ -415,7 +565,34 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
     return TierResult("property", verdict, Outcome.VIOLATED if broken_cex is not None and verdict is
                       Verdict.ASSUMPTION_UNMET else outcome, summary, numbers=numbers,
                       counterexample=None if broken_cex is None else record(broken_cex), assumptions=found,
-                      conclusion_without_assumptions=without)
+                      conclusion_without_assumptions=without, corpus=notes)
+
+
+def _replay_corpus(ctx: "Context", violates, assumptions_of):
+    """The corpus's counterexamples for this claim's property tier, replayed (``Corpus.replay``):
+    one is still a counterexample when it meets every assumption and ``violates`` holds on it."""
+    if ctx.corpus is None:
+        return None, []
+
+    def judge(x):
+        if assumptions_of is not None:
+            broken = sorted(name for name, ok in assumptions_of(x).items() if not ok)
+            if broken:
+                return f"it no longer meets {', '.join(broken)}"
+        return None if violates(x) else "the conclusion holds on it"
+
+    return ctx.corpus.replay(ctx.claim, "property", judge)
+
+
+def _counterexample(ctx: "Context", what: str, example, record, replayed, seed: int, notes: list) -> dict:
+    """The record of a FAIL's counterexample: marked when it came from the corpus, else stored there."""
+    rec = record(example)
+    if replayed is not None:
+        return {**rec, "replayed from the corpus": str(replayed.path)}
+    if ctx.corpus is not None:
+        notes.append(ctx.corpus.store(ctx.claim, "property", reading=what, record=rec, example=example,
+                                      tier_seed=seed))
+    return rec
 
 
 def matrices_strategy(ctx: "Context", d_strategy, *, min_entry_fraction=None):

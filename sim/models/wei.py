@@ -125,11 +125,20 @@ class _WeiBase(nn.Module):
     def _attend(self, ctx: Tensor) -> Tensor:
         """Both attention layers on context features ``ctx`` ``(B, L*H, d)``; returns the layer-2 pattern ``(B, H, H)``."""
         B = ctx.shape[0]
-        H, K, d = self.H, self.K, self.d
+        H, K, d, L = self.H, self.K, self.d, self.L
         s1 = _layer1_scores(self.w_H, self.w_L, H)  # (K, H, L*H)
-        s1 = self.layer1["scores"](s1.unsqueeze(0).expand(B, -1, -1, -1))  # (B, K, H, L*H)
-        a1 = self.layer1["pattern"](torch.softmax(s1, dim=-1))  # (B, K, H, L*H)
-        u = a1 @ ctx.unsqueeze(1)  # (B, K, H, d): u[b, k, h] = sum_n a1[b, k, h, n] ctx[b, n]
+        edited = self.layer1["scores"].hook_fn is not None or self.layer1["pattern"].hook_fn is not None
+        s1b = self.layer1["scores"](s1.unsqueeze(0).expand(B, -1, -1, -1))  # (B, K, H, L*H), a view
+        if edited:  # a hook may make the pattern differ per prompt: the general (batched) product
+            a1 = self.layer1["pattern"](torch.softmax(s1b, dim=-1))  # (B, K, H, L*H)
+            u = a1 @ ctx.unsqueeze(1)  # (B, K, H, d): u[b, k, h] = sum_n a1[b, k, h, n] ctx[b, n]
+        else:
+            # Layer 1's scores do not depend on the tokens: one softmax on (K, H, L*H) and one matrix
+            # product with every prompt's features side by side, not B copies of the pattern.
+            a1 = torch.softmax(s1, dim=-1)  # (K, H, L*H)
+            self.layer1["pattern"](a1.unsqueeze(0).expand(B, -1, -1, -1))  # caching sees (B, K, H, L*H)
+            feats = ctx.transpose(0, 1).reshape(L * H, B * d)  # (L*H, B*d): column b*d + s = ctx[b, :, s]
+            u = (a1.reshape(K * H, L * H) @ feats).reshape(K, H, B, d).permute(2, 0, 1, 3)  # (B, K, H, d)
         v = u.permute(0, 2, 1, 3).reshape(B, H, K * d)  # (B, H, K*d), head-major
         s2 = self.layer2["scores"](_layer2_scores(v, self.W_KQ))  # (B, H, H)
         return self.layer2["pattern"](_layer2_pattern(s2))  # (B, H, H)

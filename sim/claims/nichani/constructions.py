@@ -57,7 +57,7 @@ from ...models.nichani import _limit_average, _prefix_means
 from ...montecarlo import Estimate, mean_estimate, proportion_estimate
 from ...sampling import dirichlet_rows, sample_n_prompts
 from ...verdict import Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
-from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
+from ..base import Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, summarize_instances
 from .task import N_ALPHA, N_S, n_graph
 
 __all__ = ["N_K7", "N_K8", "N_K9", "CLAIMS", "multiparent_graph", "sample_multiparent_prompts", "limit_bound",
@@ -759,6 +759,10 @@ def _k8_literal_finding(ctx, d) -> Finding:
         "root key 0 ties when s_0 = s_T", numbers=tuple(nums), counterexample=cex if nm else None)
 
 
+#: Longest prompt a user's graph (``run --graph``) gives N.K8's and N.K9's exact tiers: they enumerate all S^T
+#: prompts (4^8 = 65,536 at the paper profile's largest S).
+MAX_GRAPH_T = 8
+
 N_K8 = Claim(
     id="N.K8",
     title="Knowl 8's construction approximates the empirical transition estimator (error -> 0 as T grows)",
@@ -797,6 +801,11 @@ N_K8 = Claim(
     },
     params={"construction": nichani_construction, "limit": nichani_construction_limit,
             "estimator": empirical_transition_estimator},
+    graph_input=GraphInput(
+        settings={"graphs": "sizes"}, max_nodes=MAX_GRAPH_T,
+        replaces="the exact tier's chain, in-context and random graphs, at each S of its sizes with T = the graph's "
+                 "positions (the Monte Carlo tier's rate in T stays on N's chain task)",
+        size_note="the exact tier enumerates all S^T prompts"),
     primary=PrimaryReading(
         statement=("Knowl 8: there exists a two-layer disentangled transformer whose output approximates the empirical "
                    "transition estimator hat pi(s'|s_T) = |{(j->i) in E: (s_j, s_i) = (s_T, s')}| / |{(j->i) in E: "
@@ -1076,6 +1085,12 @@ N_K9 = Claim(
     },
     params={"construction": nichani_multiparent_construction, "limit": nichani_multiparent_construction_limit,
             "estimator": empirical_multiparent_estimator},
+    graph_input=GraphInput(
+        settings={"graphs": "sizes"}, form="k-parent", k=K9_K, max_nodes=MAX_GRAPH_T + 1,
+        replaces="the exact tier's trigram, notebook and random graphs, at each S of its sizes with T = the graph's "
+                 "nodes - 1, the last node being the target (the Monte Carlo tier's rate in T stays on N's notebook "
+                 "task, and the trained finding on its trigram task at T = 8, where its recipe was tuned)",
+        size_note="the exact tier enumerates all S^T prompts"),
     primary=PrimaryReading(
         statement=("Knowl 9: a two-layer transformer with k heads in the first layer computes the empirical multi-parent "
                    "transition estimate hat pi(s' | s_p(T+1)) = |{i < T: s_i = s', s_p(i)_l = s_p(T+1)_l for all l}| / "

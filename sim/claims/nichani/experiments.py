@@ -67,8 +67,9 @@ from ...models.nichani import DisentangledTransformer
 from ...montecarlo import Estimate, mean_estimate
 from ...priors import Dirichlet, Prior
 from ...probes.nichani import adjacency_pattern, mean_attention, parent_attention, position_attention
-from ...verdict import Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, tier_verdict
-from ..base import Claim, Context, PrimaryReading, Source
+from ...verdict import (Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, margin_multiplier,
+                        tier_verdict, welch_df)
+from ..base import Claim, Context, GraphInput, PrimaryReading, Source
 from .reporting import across_seeds, claim_graph, pyplot, trained_number, training_seeds
 from .task import N_ALPHA, N_S, N_T
 from .training import N_RECIPE, NTask, OneThread, Recipe, last_position_logits, sample_task, train_disentangled
@@ -348,8 +349,13 @@ def _e_trained(ctx: Context) -> TierResult:
         n_models = int(s.get("random_graphs", s["seeds"])) if gname == "random" else int(s["seeds"])
         for k, sd in enumerate(training_seeds(ctx, "train", n_models)):
             par = claim_graph(gname, T, ctx, f"{gname}/{k}")
-            ctx.progress(f"N.E: training on the {gname} graph, seed {sd} ({recipe.describe()})")
-            run = _e_run(ctx, gname, par, sd, recipe, prior, alpha, bayes_ok, wrong)
+            def fit(gname=gname, par=par, sd=sd):
+                ctx.progress(f"N.E: training on the {gname} graph, seed {sd} ({recipe.describe()})")
+                return _e_run(ctx, gname, par, sd, recipe, prior, alpha, bayes_ok, wrong)
+
+            # an earlier look of a sequential decision trained this seed already: the same run
+            run = ctx.memo(("N.E run", gname, tuple(int(p) for p in par), sd, recipe.describe(),
+                            None if prior is None else repr(prior.spec()), alpha, wrong, ctx.device), fit)
             run["wrong task"] = wrong
             runs.append(run)
             if not run["pa_positions"].all_argmax_on_parent and s.get("adam_reading", True):
@@ -652,12 +658,15 @@ def _bayes_reached_finding(ctx, runs, decisive, recipe) -> Finding | None:
     for g in dict.fromkeys(r["graph"] for r in runs):
         rs = [r for r in runs if r["graph"] == g]
         m, s_seed = across_seeds([r["model_minus_bayes"].value for r in rs])
-        fam.append((g, m, math.hypot(s_seed, math.sqrt(sum(r["model_minus_bayes"].stderr ** 2 for r in rs)) / len(rs))))
-    worst, val, se = max(fam, key=lambda t: t[1] - ctx.z * t[2])  # the family furthest above Bayes
-    above = val - ctx.z * se > 0
+        s_prompts = math.sqrt(sum(r["model_minus_bayes"].stderr ** 2 for r in rs)) / len(rs)
+        df = welch_df([(s_seed ** 2, len(rs) - 1), (s_prompts ** 2, None)]) if len(rs) > 1 else None
+        fam.append((g, m, math.hypot(s_seed, s_prompts), margin_multiplier(ctx.z, df)))
+    # the family furthest above Bayes, each with its own margin (Student-t on its seeds' spread)
+    worst, val, se, q = max(fam, key=lambda t: t[1] - t[3] * t[2])
+    above = val - q * se > 0
     verdict = (Verdict.FAIL if decisive else Verdict.INCONCLUSIVE) if above else Verdict.PASS
     detail = (f"the loss is {val:.3f} ± {se:.1g} nats above the Bayes loss ({worst}; {_short(recipe)})" if above else
-              f"loss within {ctx.z:g} s.e. of the Bayes loss in every family (largest gap {val:.3f} ± {se:.2g}, {worst})")
+              f"loss within {q:.3g} s.e. of the Bayes loss in every family (largest gap {val:.3f} ± {se:.2g}, {worst})")
     return Finding(FindingKind.STRICTER,
                    "the trained loss reaches the Bayes loss (model - Bayes within z standard errors of 0 in every "
                    "graph family); N's Fig. 2 shows the loss approaching its Bayes line, not equal to it",
@@ -800,6 +809,8 @@ N_E = Claim(
     assumptions=(),
     checks={"trained": _e_trained},
     settings={
+        # quick and standard train with plain GD at lr 20, not N's recipe: they never decide (INCONCLUSIVE by
+        # design, at every master seed), so more seeds would buy nothing. The paper profile decides, sequentially.
         "quick": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 2,
                   "recipe": {"name": "plain GD from zero, quick", "optimizer": "sgd", "lr": 20.0, "steps": 2000,
                              "batch": 128, "schedule": "cosine"},
@@ -808,8 +819,8 @@ N_E = Claim(
                      "recipe": {"name": "plain GD from zero", "optimizer": "sgd", "lr": 20.0, "steps": 8000,
                                 "batch": 256, "schedule": "cosine"},
                      "n_eval": 16384, "n_probe": 2048, "n_bayes": 512, "is_samples": 1000},
-        "paper": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 3,
-                  "random_graphs": 6,
+        "paper": {"tiers": ("trained",), "S": N_S, "T": N_T, "alpha": N_ALPHA, "graphs": E_GRAPHS, "seeds": 12,
+                  "random_graphs": 12, "seeds_start": 4, "seeds_step": 4, "seeds_also": ("random_graphs",),
                   "recipe": {"name": N_RECIPE.name, "optimizer": "sgd", "lr": N_RECIPE.lr, "steps": N_RECIPE.steps,
                              "batch": N_RECIPE.batch, "schedule": "cosine"},
                   "n_eval": 65536, "n_probe": 4096, "n_bayes": 2000, "is_samples": 2000},
@@ -817,6 +828,10 @@ N_E = Claim(
     decided_by="paper",
     params={"parent_mass": 0.5, "gap_closed": 0.5, "wrong_task": None},
     prior_dependent=True,
+    graph_input=GraphInput(
+        settings={"graphs": "T"}, fixed_length=True,
+        replaces="the trained tier's chain, in-context and random graphs (one model per seed on it)",
+        size_note="N's recipe, and N's reference numbers its findings compare with, are at T = 20"),
     primary=PrimaryReading(
         statement=("\"We confirm our theoretical findings by showing that transformers trained on our in-context "
                    "learning task are able to recover a wide variety of causal structures\" (abstract); in N's Fig. 2 "

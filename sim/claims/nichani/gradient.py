@@ -29,7 +29,8 @@ from ...priors import Dirichlet, Floor
 from ...sampling import sample_n_prompts
 from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
-from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, property_tier, summarize_instances
+from ..base import (Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, property_tier,
+                    summarize_instances)
 from ..inputs import batch_chain_structure, record_matrix
 from .constructions import _OneThread
 from .task import A_APERIODIC, A_IRREDUCIBLE, n_graph, replace_assumptions
@@ -1063,6 +1064,11 @@ N_K3 = Claim(
     params={"gap_bound": lambda gamma, S: gamma ** 3 / (2 * S), "sign": -1.0,
             "scale": lambda beta0, S, T: beta0 / (S * T)},
     prior_dependent=True,
+    graph_input=GraphInput(
+        settings={"graphs": "T"}, max_nodes=40,
+        replaces="the exact tier's chain, in-context and random graphs, at T = the graph's positions (the Monte Carlo "
+                 "tier, a trend over its own T grid, and the property search over random trees keep their own)",
+        size_note="the exact tier computes g over every pair of positions, for every finite prior"),
 )
 
 CLAIMS = [N_K3]

@@ -32,7 +32,7 @@ def trained_number(name: str, values: Sequence[float], seeds: Sequence[int], not
                     tolerance: float | None = None) -> Number:
     m, se = across_seeds(values)
     per = ", ".join(f"{v:.4g} (seed {s})" for v, s in zip(values, seeds))
-    return Number(name, m, se, n=len(values), tolerance=tolerance, kind="trained",
+    return Number(name, m, se, n=len(values), tolerance=tolerance, kind="trained", df=len(values) - 1,
                   note=(note + "; " if note else "") + f"per seed: {per}")
 
 

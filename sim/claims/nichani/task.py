@@ -23,7 +23,7 @@ import numpy as np
 from scipy import stats
 
 from theory import CausalTree
-from theory.graphs import n_parents
+from theory.graphs import GivenGraph, n_parents
 from theory.dirichlet import (add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy,
                               entropy_rate_quadrature)
 
@@ -33,7 +33,7 @@ from ...priors import Dirichlet, Prior
 from ...sampling import batched_stationary, categorical, dirichlet_rows, sample_n_prompts
 from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
-from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
+from ..base import Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, summarize_instances
 from ..inputs import batch_chain_structure
 
 __all__ = ["N_S", "N_T", "N_ALPHA", "n_graph", "add_alpha_batch", "A_DIRICHLET", "A_IRREDUCIBLE", "A_APERIODIC",
@@ -109,9 +109,10 @@ def n_graph(name: str, T: int, rng: np.random.Generator | None = None) -> np.nda
 
     ``name`` is one of :data:`GRAPHS`: ``chain``, ``icl`` (the in-context function graph) or
     ``random`` (``p(i) ~ Unif{-1..i-1}``, needs ``rng``); the laws are
-    :func:`theory.graphs.n_parents`'s.
+    :func:`theory.graphs.n_parents`'s. A user's graph (:class:`theory.graphs.GivenGraph`,
+    ``icl-verify run --graph``) stands for itself.
     """
-    if name not in GRAPHS:
+    if name not in GRAPHS and not isinstance(name, GivenGraph):
         raise ValueError(f"unknown graph {name!r}; expected one of {GRAPHS}")
     return n_parents(name, T, rng)
 
@@ -877,6 +878,12 @@ N_T_CLAIM = Claim(
     },
     params={"lstar": dirichlet_row_entropy, "sampler": sample_n_prompts, "predictor": add_alpha_predictive},
     prior_dependent=True,
+    graph_input=GraphInput(
+        settings={"graphs": "T"}, max_nodes=100,
+        replaces="the Monte Carlo tier's own graphs (the sampler's laws are checked on it), at T = "
+                 "the graph's positions; its Bayes-loss finding on the chain task follows that T and names it (the "
+                 "exact tier keeps its enumeration of every prompt on its own graphs at exact_T)",
+        size_note="the Monte Carlo tier draws every position of its prompts and of its Bayes finding's"),
     primary=PrimaryReading(
         statement=("Knowl 2: pi ~ P_pi (irreducible, aperiodic; mu_pi its stationary law); for i = 1..T-1, s_i ~ mu_pi "
                    "if p(i) is empty, else s_i ~ pi(.|s_p(i)); the query s_T ~ Unif([S]) and the target "

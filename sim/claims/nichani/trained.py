@@ -31,11 +31,12 @@ from ...montecarlo import Estimate, mean_estimate
 from ...priors import Dirichlet, Floor, Prior
 from ...probes.nichani import adjacency_pattern, parent_attention, position_attention, root_uniformity
 from ...sampling import batched_stationary
-from ...verdict import Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare
+from ...verdict import (Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
+                        margin_multiplier, welch_df)
 from ..base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from .reporting import across_seeds, pyplot, trained_number
 from .task import N_ALPHA, N_S, n_graph
-from .training import NTask, OneThread, sample_task, train_reduced
+from .training import NTask, OneThread, sample_task, train_reduced_many
 
 __all__ = ["N_K1", "N_K4", "N_K10", "CLAIMS", "K1_ASSUMPTIONS", "K1_CONTROLS", "K4_CONTROLS", "Decision",
            "k1_decision", "k4_decision", "quantile_slope"]
@@ -112,7 +113,9 @@ def _k1_hyper(s, T: int) -> dict:
 
 
 def _train_k1_models(ctx: Context, prior: Prior, wrong) -> dict:
-    """Train (or fetch from the cache) every reduced model of the N.K1 grid; ``{T: [(seed, model, log)]}``."""
+    """Train every reduced model of the N.K1 grid, the seeds of one T as one batch
+    (:func:`train_reduced_many`; models trained before, by an earlier look or by N.K1 for N.K4,
+    come from its cache); ``{T: [(seed, model, log)]}``."""
     s = ctx.settings
     S = int(s["S"])
     out = {}
@@ -121,11 +124,9 @@ def _train_k1_models(ctx: Context, prior: Prior, wrong) -> dict:
         par = n_graph(s["graph"], int(T))
         task = NTask(S, int(T), tuple(par.tolist()), prior=prior)
         hp = _k1_hyper(s, int(T))
-        out[int(T)] = []
-        for sd in seeds:
-            ctx.progress(f"two-stage GD on the reduced model, T={T}, seed {sd}")
-            model, log = train_reduced(task, seed=sd, device=ctx.device, wrong=wrong, **hp)
-            out[int(T)].append((sd, model, log))
+        ctx.progress(f"two-stage GD on the reduced model, T={T}, {len(seeds)} seeds trained as one")
+        pairs = train_reduced_many(task, seeds, device=ctx.device, wrong=wrong, **hp)
+        out[int(T)] = [(sd, model, log) for sd, (model, log) in zip(seeds, pairs)]
     return out
 
 
@@ -235,13 +236,22 @@ def _status(outcomes) -> Outcome:
     return Outcome.UNDECIDED if Outcome.UNDECIDED in outcomes else Outcome.HELD
 
 
-def _pooled(losses: Sequence[Estimate]) -> tuple[float, float]:
-    """Mean over seeds of per-seed estimates on the same evaluation prompts; error: the seeds'
-    spread and the prompts' error (not divided by the number of seeds: the prompts are shared)."""
+def _pooled_parts(losses: Sequence[Estimate]) -> tuple[float, list[tuple[float, float | None]]]:
+    """Mean over seeds of per-seed estimates on the same evaluation prompts, and its variance in
+    two parts: the seeds' spread (``n - 1`` degrees of freedom) and the prompts' error (not
+    divided by the number of seeds: the prompts are shared; known well)."""
     vals = [l.value for l in losses]
     m, se_seed = across_seeds(vals)
-    se_prompts = math.sqrt(sum(l.stderr ** 2 for l in losses) / len(losses))
-    return m, math.hypot(se_seed, se_prompts)
+    var_prompts = sum(l.stderr ** 2 for l in losses) / len(losses)
+    # One model (a control): the decision is about that model, and only its prompts' error counts.
+    seed_part = [(se_seed ** 2, len(vals) - 1)] if len(vals) > 1 else []
+    return m, seed_part + [(var_prompts, None)]
+
+
+def _pooled(losses: Sequence[Estimate]) -> tuple[float, float]:
+    """Mean and standard error of :func:`_pooled_parts`."""
+    m, parts = _pooled_parts(losses)
+    return m, math.sqrt(sum(v for v, _ in parts))
 
 
 # ------------------------------------------------------------------------------ N.K1 --
@@ -253,15 +263,22 @@ def k1_decision(first: Sequence[Estimate], last: Sequence[Estimate], T0: int, T1
     The excess over L* beyond the perturbation's own shift,
     ``D(T) = [L_eps(f) - L*] - [L_eps(pi) - L*] = L_eps(f) - L_eps(pi)``, ``eps = T^-1/2``, paired
     per prompt, must decay towards 0: ``D(T1) <= factor * D(T0)`` with margin ``z`` standard
-    errors (seeds' spread and prompts, :func:`_pooled`). A plateau above ``factor * D(T0)``
+    errors (seeds' spread and prompts, :func:`_pooled_parts`), read with the Student-t quantile
+    at the Welch-Satterthwaite degrees of freedom (:func:`sim.verdict.welch_df`: few seeds give a
+    wide margin). A plateau above ``factor * D(T0)``
     fails; a power law ``b T^-c`` passes when ``(T1/T0)^-c < factor``.
     """
-    m0, se0 = _pooled(first)
-    m1, se1 = _pooled(last)
-    margin, se = factor * m0 - m1, math.hypot(factor * se0, se1)
-    return Decision(compare(margin, 0.0, stderr=se, z=z), margin, se,
+    m0, parts0 = _pooled_parts(first)
+    m1, parts1 = _pooled_parts(last)
+    parts = [(factor ** 2 * v, df) for v, df in parts0] + parts1
+    se0, se1 = math.sqrt(sum(v for v, _ in parts0)), math.sqrt(sum(v for v, _ in parts1))
+    margin, se = factor * m0 - m1, math.sqrt(sum(v for v, _ in parts))
+    df = welch_df(parts)
+    q = margin_multiplier(z, df)
+    return Decision(compare(margin, 0.0, stderr=se, z=z, df=df), margin, se,
                     f"L_eps - L_eps(pi): {m0:.4f} ± {se0:.2g} at T={T0} -> {m1:.4f} ± {se1:.2g} at T={T1}; "
-                    f"needs <= {factor:g} x {m0:.4f} = {factor * m0:.4f} by {z:g} s.e.")
+                    f"needs <= {factor:g} x {m0:.4f} = {factor * m0:.4f} by {q:.3g} s.e."
+                    + ("" if df is None else f" (Student-t, {df:.1f} degrees of freedom)"))
 
 
 #: N.K1's controls: (name, wrong mechanism); built per T in :func:`_k1_trained`.
@@ -460,11 +477,14 @@ def _k1_figures(ctx, per_T, Ts, models, factor: float, eps_fixed: float) -> list
     return out
 
 
-K1_TRAIN_QUICK = {"S": N_S, "graph": "chain", "Ts": (10, 40, 160), "seeds": 2, "alpha": N_ALPHA, "gamma": 0.5,
+K1_TRAIN_QUICK = {"S": N_S, "graph": "chain", "Ts": (10, 40, 160), "seeds": 12, "seeds_start": 4, "seeds_step": 4,
+                  "alpha": N_ALPHA, "gamma": 0.5,
                   "beta0": "auto", "eta1": 1.0, "steps1": 200, "lr2": 10.0, "steps2": 200, "batch": 256}
-K1_TRAIN_STANDARD = {**K1_TRAIN_QUICK, "Ts": (10, 20, 40, 80, 160, 320), "seeds": 3, "steps1": 600, "steps2": 600,
+K1_TRAIN_STANDARD = {**K1_TRAIN_QUICK, "Ts": (10, 20, 40, 80, 160, 320), "seeds": 16, "seeds_start": 8,
+                     "seeds_step": 4, "steps1": 600, "steps2": 600,
                      "batch": 1024}
-K1_TRAIN_PAPER = {**K1_TRAIN_QUICK, "Ts": (10, 20, 40, 80, 160, 320), "seeds": 5, "steps1": 2000, "steps2": 2000,
+K1_TRAIN_PAPER = {**K1_TRAIN_QUICK, "Ts": (10, 20, 40, 80, 160, 320), "seeds": 24, "seeds_start": 8,
+                  "seeds_step": 8, "steps1": 2000, "steps2": 2000,
                   "batch": 2048}
 
 N_K1 = Claim(
@@ -548,15 +568,16 @@ def _sup_errors(f: np.ndarray, target_rows: np.ndarray) -> np.ndarray:
 
 
 def quantile_slope(errors: Mapping[int, Sequence[np.ndarray]], *, q: float, rng: np.random.Generator,
-                   n_boot: int) -> tuple[float, float, np.ndarray]:
-    """Log-log slope in T of the ``q``-quantile of the error: ``(slope, stderr, quantiles)``.
+                   n_boot: int) -> tuple[float, float, np.ndarray, float | None]:
+    """Log-log slope in T of the ``q``-quantile of the error: ``(slope, stderr, quantiles, df)``.
 
     ``errors[T]`` holds one array of per-prompt errors per model (training seed), all models
     on the same prompts. Per model, ``slope_m`` is the least-squares slope of
     ``log quantile_q(errors[T][m])`` on ``log T``; ``slope`` is their mean. Its standard error adds
     in quadrature the models' spread (:func:`across_seeds`) and the prompts' (a bootstrap of
     each T's prompts, one resample shared by the models, ``n_boot`` resamples). ``quantiles`` is
-    the mean over models at each T (ascending T).
+    the mean over models at each T (ascending T). ``df``: the Welch-Satterthwaite degrees of
+    freedom of that standard error (the models' part has ``n - 1``; the bootstrap's is known well).
     """
     Ts = sorted(errors)
     xc = np.log(np.asarray(Ts, dtype=np.float64))
@@ -574,20 +595,24 @@ def quantile_slope(errors: Mapping[int, Sequence[np.ndarray]], *, q: float, rng:
         for m in range(n_models):
             boot[:, m, k] = np.quantile(errors[T][m][idx], q, axis=1)
     se_prompts = float(slopes(boot).mean(axis=1).std(ddof=1))
-    return mean, math.hypot(se_models, se_prompts), qs.mean(axis=0)
+    df = welch_df([(se_models ** 2, n_models - 1), (se_prompts ** 2, None)]) if n_models > 1 else None
+    return mean, math.hypot(se_models, se_prompts), qs.mean(axis=0), df
 
 
 def k4_decision(slope: float, stderr: float, T0: int, T1: int, *, q: float, z: float,
-                factor: float = 0.5) -> Decision:
+                factor: float = 0.5, df: float | None = None) -> Decision:
     """Knowl 4 decided on one model: the ``q``-quantile of the out-of-distribution sup error
     decays towards 0 in T. The fitted log-log ``slope`` (:func:`quantile_slope`) must be below
     ``log(factor) / log(T1/T0)`` (the fitted quantile falls to at most ``factor`` of itself over
-    the T grid) with margin ``z`` standard errors. A plateau, or a slow approach to one, fails."""
+    the T grid) with margin ``z`` standard errors (the Student-t quantile on ``df`` degrees of
+    freedom when given). A plateau, or a slow approach to one, fails."""
     needed = math.log(factor) / math.log(T1 / T0)
     margin = needed - slope
-    return Decision(compare(margin, 0.0, stderr=stderr, z=z), margin, stderr,
+    k = margin_multiplier(z, df)
+    return Decision(compare(margin, 0.0, stderr=stderr, z=z, df=df), margin, stderr,
                     f"{q:g}-quantile log-log slope {slope:+.3f} ± {stderr:.2g} over T={T0}..{T1}; needs <= "
-                    f"{needed:+.3f} (a fall to {factor:g}x over the grid) by {z:g} s.e.")
+                    f"{needed:+.3f} (a fall to {factor:g}x over the grid) by {k:.3g} s.e."
+                    + ("" if df is None else f" (Student-t, {df:.1f} degrees of freedom)"))
 
 
 #: N.K4's controls: (name, wrong mechanism); built per T in :func:`_k4_trained`.
@@ -667,8 +692,8 @@ def _k4_trained(ctx: Context) -> TierResult:
 
     def decay(errors, tag: str):
         seed = ctx.seed_for(f"bootstrap/{tag}")
-        slope, se, qs = quantile_slope(errors, q=q, rng=np.random.default_rng(seed), n_boot=n_boot)
-        return k4_decision(slope, se, T0, T1, q=q, z=ctx.z, factor=factor), slope, se, qs, seed
+        slope, se, qs, df = quantile_slope(errors, q=q, rng=np.random.default_rng(seed), n_boot=n_boot)
+        return k4_decision(slope, se, T0, T1, q=q, z=ctx.z, factor=factor, df=df), slope, se, qs, seed
 
     decision, slope, se, qs, boot_seed = decay(err["ood"], "ood")
     _, slope_id, se_id, qs_id, _ = decay(err["id"], "id")

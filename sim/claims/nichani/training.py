@@ -19,7 +19,8 @@ What is here, and why
   this project uses to reach the same mechanism (:data:`FAST_RECIPE`).
 - :func:`train_disentangled` / :func:`train_reduced`: one training run, returning the model
   and its :class:`sim.train.TrainLog`; trained models are cached per process by their full
-  configuration, so N.K4 reuses N.K1's models within one run.
+  configuration, so N.K4 reuses N.K1's models within one run. :func:`train_reduced_many`
+  trains several seeds of the reduced model as one batch (:func:`sim.train.train_batched`).
 
 Wrong tasks (for the tests that a model trained on the wrong task fails the checks):
 ``wrong="shuffled"`` pairs each prompt with another prompt's target row (nothing about
@@ -57,6 +58,7 @@ __all__ = [
     "FAST_RECIPE",
     "train_disentangled",
     "train_reduced",
+    "train_reduced_many",
     "OneThread",
     "WRONG_TASKS",
     "clear_cache",
@@ -364,7 +366,7 @@ FAST_RECIPE = Recipe("fast recipe", "adam", lr=0.05, steps=1500, batch=1024, ini
 
 # -------------------------------------------------------------------------- training --
 _CACHE: dict[tuple, tuple] = {}
-_CACHE_MAX = 64
+_CACHE_MAX = 512  # reduced models are small; N.K4 reuses every model N.K1 trains
 
 
 def _cached(key, build):
@@ -439,3 +441,29 @@ def train_reduced(task: NTask, *, seed: int, beta0: float, lr1: float, steps1: i
         return model, log
 
     return _cached(key, build) if cache else build()
+
+
+def train_reduced_many(task: NTask, seeds: Sequence[int], *, beta0: float, lr1: float, steps1: int, lr2: float,
+                       steps2: int, batch: int = 1024, t_eff: float | None = None, device: str = "cpu",
+                       wrong: str | None = None, log_every: int = 50,
+                       progress=None) -> list[tuple[ReducedModel, TrainLog]]:
+    """:func:`train_reduced` for several seeds at once: the models not in the cache are trained
+    as one (:func:`sim.train.train_batched`; each is the model :func:`train_reduced` gives for
+    its seed), and every model is cached under :func:`train_reduced`'s key."""
+    from ...train import train_batched
+
+    keys = [("red", task.key(), int(sd), beta0, lr1, steps1, lr2, steps2, batch, t_eff, device, wrong)
+            for sd in seeds]
+    todo = [k for k, key in enumerate(keys) if key not in _CACHE]
+    if todo:
+        data_seeds = [int(np.random.SeedSequence(int(seeds[k])).generate_state(2)[1]) for k in todo]
+        models = [ReducedModel.init(task.S, task.T, beta0, t_eff=t_eff, device=device) for _ in todo]
+        samples = [task_sampler(task, batch, seed=ds, device=device, wrong=wrong) for ds in data_seeds]
+        cfg = TrainConfig(stages=(Stage(steps1, lr1, params=("A1",), optimizer="sgd"),
+                                  Stage(steps2, lr2, params=("A2",), optimizer="sgd")), log_every=log_every)
+        with OneThread():
+            logs = train_batched(models, samples, cfg, data_seeds, device=device, loss_fn=reduced_loss,
+                                 progress=progress)
+        for k, model, log in zip(todo, models, logs):
+            _cached(keys[k], lambda model=model, log=log: (model, log))
+    return [_CACHE[key] for key in keys]

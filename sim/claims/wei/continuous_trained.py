@@ -173,9 +173,16 @@ def _w_p2_trained(ctx: Context) -> TierResult:
                 pred = post[:, 1:] @ (rho * x[:, L] @ A_t)  # (B, H-1, d)
                 return float(torch.nn.functional.mse_loss(pred, x[:, L, 1:]))
 
-            log = train(model, task.sampler(recipe), recipe.config(ctx.seed_for(f"trained/data/{i}/{L}")),
-                        device=ctx.device, bayes_loss=bayes,
-                        progress=lambda m, i=i, L=L: ctx.progress(f"W.P2 trained seed {i + 1} L={L}: {m}"))
+            data_seed = ctx.seed_for(f"trained/data/{i}/{L}")
+
+            def fit(model=model, task=task, bayes=bayes, data_seed=data_seed, i=i, L=L):
+                log = train(model, task.sampler(recipe), recipe.config(data_seed), device=ctx.device, bayes_loss=bayes,
+                            progress=lambda m: ctx.progress(f"W.P2 trained seed {i + 1} L={L}: {m}"))
+                return model, log
+
+            # an earlier look of a sequential decision trained this seed already: the same model
+            model, log = ctx.memo(("W.P2 trained", A.tobytes(), rho, L, H, recipe, init_seed, data_seed, ctx.device),
+                                  fit)
             secs += log.seconds
             copiers[L].append(copier_report(model).min_score)
             x, par = task.draw(make_generator(eval_seed, ctx.device), n_eval)
@@ -217,7 +224,7 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     last = gap_nums[Ls[-1]]
     findings = [Finding(
         FindingKind.STRICTER, f"the trained gap is closed, below {tol:g} at L={Ls[-1]} (W says 'comparable' at large "
-        "L, no number)", tier_verdict(assumptions, compare(last.value, tol, stderr=last.stderr, z=ctx.z,
+        "L, no number)", tier_verdict(assumptions, compare(last.value, tol, stderr=last.stderr, z=ctx.z, df=last.df,
                                                               direction="<=")),
         f"trained gap at L={Ls[-1]}: {last.value:.4f} ± {last.stderr:.2g} against {tol:g}", numbers=(last,))]
     cex = None

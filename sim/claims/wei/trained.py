@@ -101,8 +101,9 @@ def decide_w_e1(mech: list[dict], col: list[dict], mseeds, cseeds, p, z: float,
                 coverage: list[int] | None, L: int):
     """W.E1's deciding check on the measurements of one model per seed (trained or control).
 
-    Criteria, each on the mean over seeds beyond ``z`` s.e. (seeds' spread, or the Monte Carlo
-    error when larger):
+    Criteria, each on the mean over seeds beyond its margin (the seeds' standard error, or the
+    Monte Carlo error when larger, times the Student-t quantile on ``n - 1`` degrees of freedom at
+    the level of ``z``):
 
     - copier: every head's mass on its example's same-position token, at the worst query
       position, > 1/2 (:data:`COPIER_MAJORITY`);
@@ -138,7 +139,7 @@ def decide_w_e1(mech: list[dict], col: list[dict], mseeds, cseeds, p, z: float,
                                      [e["gap_closed"] for e in mech], mseeds,
                                      mc_se=[e["gap_closed_se"] for e in mech], tolerance=thr),
     }
-    outs = {k: compare(n.value, n.tolerance, stderr=n.stderr, z=z, direction="<=" if k == "column" else ">=")
+    outs = {k: compare(n.value, n.tolerance, stderr=n.stderr, z=z, df=n.df, direction="<=" if k == "column" else ">=")
             for k, n in nums.items()}
     details = {k: f"{k}: {n.value:.4f} ± {n.stderr:.2g} vs {'<' if k == 'column' else '>'} {n.tolerance:g}"
                for k, n in nums.items()}
@@ -437,17 +438,21 @@ W_E1 = Claim(
                  "pi > 0 entrywise (log pi finite)"),
     checks={"trained": _w_e1_trained},
     settings={
-        "quick": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 3, "n_eval": 4096,
+        # Seeds decided sequentially (sim.sequential): 4, 8, 12 (the column models follow "seeds").
+        "quick": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 12, "seeds_start": 4, "seeds_step": 4,
+                  "seeds_also": ("col_seeds",), "n_eval": 4096,
                   "steps1": 400, "batch1": 256, "steps2": 500, "batch2": 512,
-                  "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 2, "col_n_eval": 1024,
+                  "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 12, "col_n_eval": 1024,
                   "col_steps1": 300, "col_batch1": 256, "col_steps2": 800, "col_batch2": 256},
-        "standard": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 3, "n_eval": 8192,
+        "standard": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 16, "seeds_start": 8, "seeds_step": 4,
+                     "seeds_also": ("col_seeds",), "n_eval": 8192,
                      "steps1": 800, "batch1": 256, "steps2": 1000, "batch2": 512,
-                     "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 3, "col_n_eval": 2048,
+                     "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 16, "col_n_eval": 2048,
                      "col_steps1": 400, "col_batch1": 256, "col_steps2": 1500, "col_batch2": 256},
-        "paper": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 5, "n_eval": 16384,
+        "paper": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 24, "seeds_start": 8, "seeds_step": 8,
+                  "seeds_also": ("col_seeds",), "n_eval": 16384,
                   "steps1": 1500, "batch1": 256, "steps2": 3000, "batch2": 1024,
-                  "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 5, "col_n_eval": 4096,
+                  "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 24, "col_n_eval": 4096,
                   "col_steps1": 600, "col_batch1": 256, "col_steps2": 4000, "col_batch2": 512,
                   "coverage_iid_seeds": 1, "iid_steps1": 6000},
     },
@@ -631,14 +636,14 @@ def _w_e2(ctx: Context) -> TierResult:
                            [e.value for e in drops], seeds, mc_se=[e.stderr for e in drops], tolerance=0.0)
         numbers.append(num)
         fall_nums.append(num)
-        o = compare(num.value, 0.0, stderr=num.stderr, z=ctx.z)
+        o = compare(num.value, 0.0, stderr=num.stderr, z=ctx.z, df=num.df)
         falls.append(o)
         # Monotone reading: no significant rise between consecutive test L'.
         rises = []
         for a, b in zip(test_Ls[:-1], test_Ls[1:]):
             st = [mean_estimate(loss[i][Lt][b] - loss[i][Lt][a], seeds[i]) for i in range(n_seeds)]
             nb = seed_number("rise", [e.value for e in st], seeds, mc_se=[e.stderr for e in st])
-            if compare(nb.value, 0.0, stderr=nb.stderr, z=ctx.z) is Outcome.HELD:
+            if compare(nb.value, 0.0, stderr=nb.stderr, z=ctx.z, df=nb.df) is Outcome.HELD:
                 rises.append(f"{a}->{b}: +{nb.value:.4f}±{nb.stderr:.2g}")
         all_rises.append((Lt, rises))
     # Not in the seed (the catalogue adds it): the loss falls as the test L' grows, for every training L.
@@ -754,17 +759,26 @@ W_E2 = Claim(
                  "pi > 0 entrywise (log pi finite)"),
     checks={"trained": _w_e2_trained},
     settings={
-        "quick": {"tiers": ("trained",), "d": 10, "H": 15, "train_L": (2, 8), "test_L": (1, 2, 4, 8, 16),
-                  "seeds": 2, "n_eval": 2048, "steps1": 300, "batch1": 256, "steps2": 300, "batch2": 512},
+        # Not run in quick: its short recipe is not W's setting, and there the difference sits within a few
+        # of its Student-t margins (-0.0015 ± 0.00035 nats on 12 seeds at master seed 0, the large L ahead), so
+        # the verdict would depend on the master seed. The settings stay for `--claims W.E2` runs and tests.
+        "quick": {"tiers": (), "d": 10, "H": 15, "train_L": (2, 8), "test_L": (1, 2, 4, 8, 16),
+                  "seeds": 12, "seeds_start": 4, "seeds_step": 4, "n_eval": 2048, "steps1": 300, "batch1": 256,
+                  "steps2": 300, "batch2": 512},
         "standard": {"tiers": ("trained",), "d": 10, "H": 15, "train_L": (1, 2, 5, 10, 20),
-                     "test_L": (1, 2, 3, 5, 10, 15, 20), "seeds": 3, "n_eval": 4096,
+                     "test_L": (1, 2, 3, 5, 10, 15, 20), "seeds": 24, "seeds_start": 8, "seeds_step": 8, "n_eval": 4096,
                      "steps1": 500, "batch1": 256, "steps2": 500, "batch2": 512},
         "paper": {"tiers": ("trained",), "d": 10, "H": 15, "train_L": (1, 2, 3, 5, 10, 15, 20),
-                  "test_L": tuple(range(1, 21)), "seeds": 5, "n_eval": 8192,
+                  "test_L": tuple(range(1, 21)), "seeds": 32, "seeds_start": 8, "seeds_step": 8, "n_eval": 8192,
                   "steps1": 1500, "batch1": 256, "steps2": 2000, "batch2": 512},
     },
     params={},
     prior_dependent=True,
+    decided_by="standard",
+    pending=("decided by the standard profile (W's training L 1..20, sequential over up to 24 seeds): quick's short "
+             "recipe is not W's setting, and there the generalisation difference is within a few Student-t margins "
+             "of 0, so its verdict would change with the master seed (`icl-verify run --profile standard --claims "
+             "W.E2`)"),
 )
 
 

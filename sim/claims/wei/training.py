@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ...graphs import random_recursive_parents_torch as recursive_parents_torch  # W's trees, drawn on the device
-from ...verdict import Assumption, Number, Outcome, compare
+from ...verdict import Assumption, Number, Outcome, compare, margin_multiplier
 from ..base import Context
 from ..inputs import default_root, prior_for, record_matrix
 
@@ -368,14 +368,15 @@ def threads_for(ctx: Context) -> torch_threads:
 # ======================================================================== statistics ==
 def seed_number(name: str, values: Sequence[float], seeds: Sequence[int], *, mc_se: Sequence[float] | None = None,
                  tolerance: float | None = None, note: str = "") -> Number:
-    """Mean over seeds with the seeds' standard error (or the Monte Carlo error if larger)."""
+    """Mean over seeds with the seeds' standard error (or the Monte Carlo error if larger), on
+    ``n - 1`` degrees of freedom (margins use the Student-t quantile, :func:`sim.verdict.compare`)."""
     v = np.asarray(values, dtype=float)
     se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
     if mc_se is not None:
         se = max(se, float(math.sqrt(np.sum(np.square(mc_se))) / v.size))
     per = ", ".join(f"{x:.4g}" for x in v)
     return Number(name, float(v.mean()), stderr=se, n=int(v.size), seed=int(seeds[0]), tolerance=tolerance,
-                  kind="trained", note=(f"per seed: [{per}]; seeds {list(seeds)}" + (f"; {note}" if note else "")))
+                  kind="trained", df=int(v.size) - 1, note=(f"per seed: [{per}]; seeds {list(seeds)}" + (f"; {note}" if note else "")))
 
 
 #: A criterion's outcome as a reading's verdict (the tier's verdict carries the assumptions).
@@ -398,8 +399,8 @@ def strictly_above(num: Number, threshold: float, z: float) -> Outcome:
     """Decide ``num.value > threshold`` beyond ``z`` s.e. (:func:`sim.verdict.compare`), where a tie
     within round-off and with no statistical error is VIOLATED: a strict inequality ("better",
     "positive") fails on equality, e.g. for a model that does not depend on what is compared."""
-    out = compare(num.value, threshold, stderr=num.stderr, z=z, tol=ROUND_OFF)
-    if out is Outcome.UNDECIDED and z * num.stderr <= ROUND_OFF:
+    out = compare(num.value, threshold, stderr=num.stderr, z=z, tol=ROUND_OFF, df=num.df)
+    if out is Outcome.UNDECIDED and num.stderr * margin_multiplier(z, num.df) <= ROUND_OFF:
         return Outcome.VIOLATED
     return out
 
@@ -428,10 +429,27 @@ def train_job(job: Mapping[str, Any]) -> WRun:
     return run
 
 
+def _job_key(job: Mapping[str, Any]) -> tuple:
+    """Every input of :func:`train_job` (``pi`` by its bytes): two jobs with one key train the same model."""
+    return ("wei.train_job",) + tuple(sorted(
+        (k, np.asarray(v, dtype=np.float64).tobytes() if k == "pi" else v) for k, v in job.items() if k != "progress"))
+
+
 def run_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
     """:func:`train_job` over ``jobs``, in order. On CPU the jobs run on a process pool of
     ``settings["workers"]`` (default: the CPU count) one-thread workers; the numbers are the
-    same as in this process, which runs them one by one with live progress otherwise."""
+    same as in this process, which runs them one by one with live progress otherwise. Jobs
+    this claim's evaluation already trained (an earlier look of a sequential decision) are
+    taken from ``ctx.memo``, not trained again."""
+    keys = [_job_key(job) for job in jobs]
+    todo = [k for k, key in enumerate(keys) if key not in ctx.memo_store]
+    if todo:
+        for k, run in zip(todo, _train_jobs(ctx, [jobs[k] for k in todo], label)):
+            ctx.memo(keys[k], lambda run=run: run)
+    return [ctx.memo_store[key] for key in keys]
+
+
+def _train_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
     import multiprocessing
     import os
     from concurrent.futures import ProcessPoolExecutor, as_completed

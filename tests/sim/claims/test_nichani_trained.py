@@ -248,10 +248,10 @@ def test_k4_unigram_model_is_caught_by_the_deciding_check():
         unigram[T] = [trained._sup_errors(trained._predictor(trained._wired(par, 0.0, S))(x), rows)]
         decaying[T] = [unigram[T][0] * (T / 8) ** -0.5]
     for errors, expected in ((unigram, Outcome.VIOLATED), (decaying, Outcome.HELD)):
-        slope, se, qs = quantile_slope(errors, q=0.99, rng=np.random.default_rng(0), n_boot=100)
+        slope, se, qs, df = quantile_slope(errors, q=0.99, rng=np.random.default_rng(0), n_boot=100)
         assert qs.shape == (3,) and se > 0
-        assert k4_decision(slope, se, 8, 128, q=0.99, z=3.0).outcome is expected, (slope, se)
-    slope, se, _ = quantile_slope(unigram, q=0.99, rng=np.random.default_rng(0), n_boot=100)
+        assert k4_decision(slope, se, 8, 128, q=0.99, z=3.0, df=df).outcome is expected, (slope, se, df)
+    slope, se, _, _ = quantile_slope(unigram, q=0.99, rng=np.random.default_rng(0), n_boot=100)
     assert slope < 0 < slope + 0.25  # falls, but far less than by half over the grid
 
 

@@ -18,29 +18,37 @@ from theory import gaussian_bma_posterior
 
 from .conftest import tier
 
-# Small but sharp: the column error's floor is set by how sharply the heads copy, so this
-# test starts the heads closer to copiers than the quick profile does (wH0 10, preference 4).
-SMALL_E1 = dict(d=4, L=3, H=12, seeds=2, n_eval=2048, steps1=200, batch1=128, steps2=400, batch2=256, col_seeds=0,
-                wH0=10.0, perm_bias=4.0)
-TINY_E1 = dict(d=3, L=3, H=8, seeds=2, n_eval=1024, steps1=60, batch1=64, steps2=60, batch2=64, col_seeds=0)
+# Small but sharp: the heads start closer to copiers than in the quick profile (wH0 14, preference 6).
+# Six seeds in one look (seeds_start = seeds; the sequential schedule is tested in test_sequential):
+# across-seed margins use the Student-t quantile (5 degrees of freedom), so two seeds decide nothing
+# that is not exact.
+SMALL_E1 = dict(d=4, L=3, H=12, seeds=6, seeds_start=6, n_eval=2048, steps1=200, batch1=128, steps2=400, batch2=256, col_seeds=0,
+                wH0=14.0, perm_bias=6.0, workers=1)
+# workers=1: tiny models train in this process (a spawned pool's start-up would cost more than the training)
+TINY_E1 = dict(d=3, L=3, H=8, seeds=6, seeds_start=6, n_eval=1024, steps1=60, batch1=64, steps2=60, batch2=64, col_seeds=0,
+               workers=1)
 
 
 def test_w_e1_passes_on_small_settings(run_claim):
+    """Every criterion PASSes but the column one. W's column setting is d = 20 (the quick profile's
+    col_ settings decide it); at d = 4 the column error sits at 0.04 ± 0.008 across seeds, too near
+    W's 0.05 for six seeds to decide, so it may stay undecided here and must not FAIL."""
     res = run_claim(get("W.E1"), **SMALL_E1)
     t = tier(res, "trained")
-    assert res.verdict is Verdict.PASS, (t.summary, t.error)
+    assert res.verdict in (Verdict.PASS, Verdict.INCONCLUSIVE), (t.summary, t.error)
     names = {n.name: n for n in t.numbers}
     copier = next(n for k, n in names.items() if k.startswith("copier score"))
-    assert copier.value >= 0.9 and copier.n == 2 and "per seed" in copier.note
+    assert copier.value >= 0.9 and copier.n == 6 and copier.df == 5 and "per seed" in copier.note
     bma = next(n for k, n in names.items() if "BMA (Bayes-optimal)" in k)
     model = next(n for k, n in names.items() if k.startswith("eval loss, model"))
     assert model.value >= bma.value - 3 * (bma.stderr + model.stderr)  # nothing beats Bayes
     assert len(t.figures) == 3
     crit = {r["name"]: r["verdict"] for r in t.readings if r["name"].startswith("criterion")}
     # coverage is planted by the permutation init: decided only from an i.i.d. start (paper profile)
-    assert crit.pop("criterion: coverage") == "NOT_RUN" and set(crit.values()) == {"PASS"}, crit
+    assert crit.pop("criterion: coverage") == "NOT_RUN" and crit.pop("criterion: column") in ("PASS", "INCONCLUSIVE")
+    assert set(crit.values()) == {"PASS"}, crit
     assert {"criterion: layer-2 attention ≈ BMA", "criterion: σ(W_OV) ≈ pi", "criterion: block-diagonal W_KQ",
-            "criterion: column", "criterion: copier", "criterion: loss near BMA"} == set(crit)
+            "criterion: copier", "criterion: loss near BMA"} == set(crit)
     # the row error is reported beside its gauge prediction, never deciding; the per-head W_tf is a finding
     assert [f.kind for f in t.findings] == [FindingKind.STRICTER]
     assert any(n.name.startswith("row-softmax error predicted by the gauge") for n in t.numbers)
@@ -53,7 +61,7 @@ def test_w_e1_wrong_constant_fails_with_counterexample(run_claim):
     t = tier(res, "trained")
     assert res.verdict is Verdict.FAIL
     cex = t.counterexample
-    assert "column" in cex["failed criteria"] and len(cex["mechanism runs"]) == 2
+    assert "column" in cex["failed criteria"] and len(cex["mechanism runs"]) == 6
     run = cex["mechanism runs"][0]
     # Re-check by hand from the record: the column error of the printed W_tf against the printed pi.
     from sim.probes.wei import column_softmax_error
@@ -86,10 +94,12 @@ def _e1_run(model, pi, L, H, n_eval=1024):
 
 E1_PIS = [np.array([[0.6, 0.2, 0.1, 0.1], [0.1, 0.5, 0.3, 0.1], [0.2, 0.1, 0.1, 0.6], [0.3, 0.3, 0.3, 0.1]]),
           np.array([[0.1, 0.7, 0.1, 0.1], [0.2, 0.2, 0.5, 0.1], [0.5, 0.2, 0.2, 0.1], [0.1, 0.1, 0.2, 0.6]])]
+# Across-seed margins use the Student-t quantile: the deciding check gets one pi per seed, six seeds.
+E1_SEED_PIS = E1_PIS + [0.05 + 0.8 * np.random.default_rng(k).dirichlet(np.ones(4), 4) for k in range(4)]
 
 
 def test_w_e1_deciding_check_passes_the_construction_and_fails_every_wrong_mechanism():
-    """decide_w_e1 on hand-built models, two seeds: W's construction PASSes, and each control of
+    """decide_w_e1 on hand-built models, six seeds: W's construction PASSes, and each control of
     E1_CONTROLS (untrained init, i.i.d. init, reversed edges, uniform layer 2) FAILs, on criteria
     that name its wrong part."""
     from sim.claims.wei.trained import E1_CONTROLS, _control_model, _measure, decide_w_e1
@@ -97,14 +107,15 @@ def test_w_e1_deciding_check_passes_the_construction_and_fails_every_wrong_mecha
 
     p = get("W.E1").params
     L, H = 10, 8  # at L = 10 the recipe's init puts < 1/2 on each copy (about 0.45), as in the quick profile
-    runs = [_e1_run(wei_construction(pi, L, H, 10.0), pi, L, H) for pi in E1_PIS]
+    runs = [_e1_run(wei_construction(pi, L, H, 10.0), pi, L, H) for pi in E1_SEED_PIS]
+    seeds = list(range(1, len(runs) + 1))
     ev = [_measure(r) for r in runs]
-    outs, nums, _ = decide_w_e1(ev, ev, [1, 2], [1, 2], p, 3.0, [e["copier"].n_covered for e in ev], L)
+    outs, nums, _ = decide_w_e1(ev, ev, seeds, seeds, p, 3.0, [e["copier"].n_covered for e in ev], L)
     assert set(outs.values()) == {Outcome.HELD}, {k: n.value for k, n in nums.items()}
     failed = {}
     for kind, _, _ in E1_CONTROLS:
         cm = [_measure(r, _control_model(kind, r)) for r in runs]
-        outs, _, _ = decide_w_e1(cm, cm, [1, 2], [1, 2], p, 3.0, [e["copier"].n_covered for e in cm], L)
+        outs, _, _ = decide_w_e1(cm, cm, seeds, seeds, p, 3.0, [e["copier"].n_covered for e in cm], L)
         failed[kind] = {k for k, o in outs.items() if o is Outcome.VIOLATED}
     assert {"copier", "column", "layer-2 attention ≈ BMA", "σ(W_OV) ≈ pi", "block-diagonal W_KQ"} <= failed["untrained"]
     assert {"copier", "coverage"} <= failed["iid-start"]
@@ -167,7 +178,7 @@ def _constructions_as_trained(monkeypatch, beta_of_L):
     monkeypatch.setattr(trained, "run_jobs", fake_jobs)
 
 
-E2_TINY = dict(d=3, H=6, train_L=(2, 8), test_L=(1, 2, 4, 8, 16), seeds=4, n_eval=512)
+E2_TINY = dict(tiers=("trained",), d=3, H=6, train_L=(2, 8), test_L=(1, 2, 4, 8, 16), seeds=4, n_eval=512)
 #: One pi with clear structure for every seed, so the seeds differ only in their prompts.
 E2_PI = Point(np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8], [0.1, 0.8, 0.1]]))
 
@@ -271,7 +282,7 @@ def _p2_claim():
     return dataclasses.replace(base, checks={**base.checks, "trained": w_p2_trained_tier}, settings=settings)
 
 
-P2_SMALL = dict(trained_d=3, trained_H=6, trained_L=(1, 16), trained_seeds=2, trained_n_eval=1024,
+P2_SMALL = dict(trained_d=3, trained_H=6, trained_L=(1, 16), trained_seeds=5, trained_n_eval=1024,
                 trained_steps1=150, trained_batch1=128, trained_steps2=150, trained_batch2=128)
 
 

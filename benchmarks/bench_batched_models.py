@@ -1,0 +1,123 @@
+"""Many models trained as one: the per-model cost of a training step with ``M`` independent
+models batched by ``torch.func`` (stacked parameters, ``functional_call`` under ``vmap``),
+against one model alone on the same code, measured in the same run.
+
+Ours: ``M`` models of one family stacked with ``torch.func.stack_module_state``; each draws
+its own batch from its own generator; one ``vmap``-ed loss, one backward, one Adam step on
+the stacked parameters (Adam is elementwise, so model ``k`` gets exactly its own update).
+Baseline: model ``k`` alone, the same batches, the same optimiser. The time reported for
+ours is the batched step divided by ``M`` (seconds per model-step); ``ratio`` > 1 means
+batching pays. Agreement: after the timed steps, the largest parameter difference between
+model ``k`` of the batch and model ``k`` trained alone (float32 round-off).
+
+Families: W's two-layer transformer (W.E1's sizes) and N's reduced model (N.K1's sizes at
+T = 40). One thread (``torch.set_num_threads(1)``), as the trained claims' workers run.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import time
+
+import numpy as np
+import torch
+from torch.func import functional_call, stack_module_state, vmap
+
+from benchmarks.bench_theory import BenchRow
+
+__all__ = ["bench_family", "run"]
+
+
+class _LossOf(torch.nn.Module):
+    """``forward(batch) = loss_fn(model, batch)``, so ``functional_call`` can swap the parameters."""
+
+    def __init__(self, model, loss_fn):
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, batch):
+        return self.loss_fn(self.model, batch)
+
+
+def _family(name: str, M: int):
+    """``(models, draw(k, step) -> batch, loss_fn)`` for ``M`` independently seeded models."""
+    from sim.train import make_generator
+
+    if name == "W":
+        from sim.claims.wei.training import WRecipe, WTask, init_wei_model
+
+        d, L, H, B = 5, 10, 10, 256
+        pi = np.random.default_rng(0).dirichlet(np.ones(d), d)
+        task = WTask(pi, L, H)
+        models = [init_wei_model(d, L, H, WRecipe(), generator=make_generator(k)) for k in range(M)]
+        gens = [make_generator(100 + k) for k in range(M)]
+        return models, lambda k: task.draw(gens[k], B)[0], lambda m, x: m.loss(x)
+    if name == "N reduced":
+        from sim.claims.nichani.task import n_graph
+        from sim.claims.nichani.training import Batch, NTask, reduced_loss, task_sampler
+        from sim.models import ReducedModel
+
+        S, T = 10, 40
+        task = NTask(S, T, tuple(n_graph("chain", T).tolist()))
+        models = []
+        for k in range(M):
+            m = ReducedModel.init(S, T, T ** -1.5)
+            with torch.no_grad():  # a distinct start per model (N's init is deterministic)
+                m.A1.normal_(0, 0.1, generator=make_generator(k))
+            models.append(m)
+        samplers = [task_sampler(task, 256, seed=100 + k) for k in range(M)]
+        gens = [make_generator(200 + k) for k in range(M)]
+        steps = [itertools.count() for _ in range(M)]  # N's sampler draws by (seed, step)
+        # the loss reads tokens and the target law only (the batch's numpy pis stay out of vmap)
+        return (models, lambda k: samplers[k](gens[k], next(steps[k]))[:2],
+                lambda m, b: reduced_loss(m, Batch(b[0], b[1], None)))
+    raise ValueError(f"unknown family {name!r}")
+
+
+def bench_family(name: str, *, M: int = 8, steps: int = 10, repeats: int = 3) -> BenchRow:
+    torch.set_num_threads(1)
+    models, draw, loss_fn = _family(name, M)
+    alone = [copy.deepcopy(m) for m in models]
+    batches = [[draw(k) for k in range(M)] for _ in range(steps)]  # the same data for both paths
+
+    params, buffers = stack_module_state([_LossOf(m, loss_fn) for m in models])
+    params = {n: p.detach().clone().requires_grad_(True) for n, p in params.items()}
+    base = copy.deepcopy(_LossOf(models[0], loss_fn)).to("meta")
+    losses = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)), in_dims=(0, 0, 0))
+    opt = torch.optim.Adam(list(params.values()), lr=1e-2)
+
+    def stacked(batch_list):
+        return torch.utils._pytree.tree_map(lambda *xs: torch.stack(xs), *batch_list)
+
+    def step_batched(batch_list):
+        opt.zero_grad(set_to_none=True)
+        losses(params, buffers, stacked(batch_list)).sum().backward()
+        opt.step()
+
+    opt_alone = torch.optim.Adam(alone[0].parameters(), lr=1e-2)
+
+    def step_alone(x):
+        opt_alone.zero_grad(set_to_none=True)
+        loss_fn(alone[0], x).backward()
+        opt_alone.step()
+
+    t_batched = t_alone = float("inf")
+    for _ in range(repeats):  # both paths take the same steps each repeat: model 0 stays comparable
+        t0 = time.perf_counter()
+        for bl in batches:
+            step_batched(bl)
+        t_batched = min(t_batched, (time.perf_counter() - t0) / (steps * M))
+        t0 = time.perf_counter()
+        for bl in batches:
+            step_alone(bl[0])
+        t_alone = min(t_alone, (time.perf_counter() - t0) / steps)
+    diff = max(float((params[f"model.{n}"][0] - p).detach().abs().max()) for n, p in alone[0].named_parameters())
+    return BenchRow(f"{name}: per-model training step, {M} models batched (torch.func) vs one alone",
+                    t_batched, t_alone, diff, 1e-4,
+                    note=f"{steps} steps x {repeats} repeats, one thread; diff: model 0 of the batch vs alone")
+
+
+def run(*, quick: bool = False, repeats: int = 3) -> list[BenchRow]:
+    if quick:
+        return [bench_family(n, M=2, steps=2, repeats=1) for n in ("W", "N reduced")]
+    return [bench_family(n, repeats=repeats) for n in ("W", "N reduced")]

@@ -1,0 +1,169 @@
+"""Decisions across training seeds: Student-t margins, Welch-Satterthwaite degrees of freedom,
+the seed schedule with its Bonferroni-over-looks correction, and the runner's sequential tier."""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sim.claims.base import Claim, Source
+from sim.runner import RunConfig, evaluate_claim
+from sim.sequential import SeedSchedule, decide_sequentially
+from sim.verdict import Number, Outcome, TierResult, Verdict, compare, margin_multiplier, welch_df
+
+
+def test_margin_multiplier_is_the_student_t_quantile_at_the_level_of_z():
+    assert margin_multiplier(3.0) == 3.0
+    assert margin_multiplier(3.0, 7) == pytest.approx(stats.t.ppf(stats.norm.cdf(3.0), 7), rel=1e-12)
+    assert margin_multiplier(3.0, 1) > 200 and math.isinf(margin_multiplier(3.0, 0))
+    # more degrees of freedom, a narrower margin, down to z itself
+    qs = [margin_multiplier(3.0, df) for df in (1, 3, 7, 15, 1000)]
+    assert qs == sorted(qs, reverse=True) and qs[-1] == pytest.approx(3.0, abs=0.01)
+    with pytest.raises(ValueError):
+        margin_multiplier(3.0, -1)
+
+
+def test_compare_with_few_seeds_widens_the_margin():
+    """0.96 ± 0.02 against 0.9 is 3 s.e. above: HELD with a known error, undecided on 3 seeds."""
+    assert compare(0.97, 0.9, stderr=0.02, z=3.0) is Outcome.HELD
+    assert compare(0.97, 0.9, stderr=0.02, z=3.0, df=2) is Outcome.UNDECIDED
+    assert compare(0.97, 0.9, stderr=0.002, z=3.0, df=2) is Outcome.HELD
+    assert compare(0.5, 0.9, stderr=0.0, z=3.0, df=0) is Outcome.UNDECIDED  # one sample: spread unknown
+
+
+def test_welch_df_matches_the_satterthwaite_formula():
+    parts = [(0.04, 3), (0.01, 9), (0.02, None)]
+    want = (0.07 ** 2) / (0.04 ** 2 / 3 + 0.01 ** 2 / 9)
+    assert welch_df(parts) == pytest.approx(want, rel=1e-12)
+    assert welch_df([(0.02, None)]) is None  # every part known well: the normal quantile
+    assert welch_df([(0.0, 4), (0.0, None)]) == 4.0
+    assert welch_df([(0.0, 0), (1.0, None)]) == 0.0
+    # a dominant well-known part makes the degrees of freedom large, never smaller than the seeds'
+    assert welch_df([(1e-6, 3), (1.0, None)]) > 1e5
+
+
+def test_welch_t_interval_covers_at_its_level():
+    """Coverage check by simulation: seeds' spread (n = 4) plus a well-known error; the one-sided
+    Welch-t bound at level Phi(-2) is exceeded at about that rate (not the normal's higher rate)."""
+    rng = np.random.default_rng(1)
+    n, sd_seed, se_known, z, reps = 4, 1.0, 0.3, 2.0, 20000
+    x = rng.normal(0, sd_seed, (reps, n)) + rng.normal(0, se_known, (reps, 1))
+    m, s = x.mean(1), x.std(1, ddof=1) / math.sqrt(n)
+    miss_t = miss_z = 0
+    for mi, si in zip(m, s):
+        df = welch_df([(si ** 2, n - 1), (se_known ** 2, None)])
+        se = math.hypot(si, se_known)
+        miss_t += mi > margin_multiplier(z, df) * se
+        miss_z += mi > z * se
+    level = stats.norm.sf(z)
+    assert miss_t / reps < level * 1.25 and miss_z / reps > level * 1.5
+
+
+def test_seed_schedule_sizes_and_bonferroni_z():
+    sch = SeedSchedule(4, 4, 12)
+    assert sch.sizes() == [4, 8, 12] and sch.looks == 3
+    assert sch.z_look(3.0) == pytest.approx(stats.norm.isf(stats.norm.sf(3.0) / 3), rel=1e-12)
+    assert SeedSchedule(5, 4, 12).sizes() == [5, 9, 12]
+    assert SeedSchedule(8, 8, 8).z_look(3.0) == 3.0
+    assert SeedSchedule.from_settings({"seeds": 6}).sizes() == [6]
+    assert SeedSchedule.from_settings({"trained_seeds": 9, "trained_seeds_start": 3, "trained_seeds_step": 3},
+                                      "trained_seeds").sizes() == [3, 6, 9]
+    for bad in ((0, 1, 4), (5, 1, 4), (2, 0, 4)):
+        with pytest.raises(ValueError):
+            SeedSchedule(*bad)
+    with pytest.raises(ValueError, match="seeds_start"):
+        SeedSchedule.from_settings({"seeds": 6, "seeds_start": "many"})
+
+
+def test_decide_sequentially_stops_at_the_first_decided_look():
+    seen = []
+
+    def decide(n, z):
+        seen.append((n, z))
+        return (Outcome.HELD if n >= 8 else Outcome.UNDECIDED), f"payload {n}", f"look {n}"
+
+    payload, run = decide_sequentially(SeedSchedule(4, 4, 16), 3.0, decide)
+    assert payload == "payload 8" and [n for n, _ in seen] == [4, 8] and run.seeds_used == 8
+    assert all(z == pytest.approx(stats.norm.isf(stats.norm.sf(3.0) / 4)) for _, z in seen)
+    assert "decided (held)" in run.stop_reason() and "Bonferroni" in run.line()
+    payload, run = decide_sequentially(SeedSchedule(4, 4, 8), 3.0, lambda n, z: (Outcome.UNDECIDED, n, ""))
+    assert payload == 8 and "cap of 8 seeds" in run.stop_reason() and run.outcome is Outcome.UNDECIDED
+    rec = run.record()
+    assert rec["planned looks"] == [4, 8] and [lk["seeds"] for lk in rec["looks"]] == [4, 8]
+
+
+def _toy_claim(trained_counter: dict, effect: float) -> Claim:
+    """A trained tier on synthetic per-seed values ``effect + N(0, 1)``: PASS when the mean is above 0
+    beyond its Student-t margin. Each seed's value is 'trained' once (ctx.memo), whatever the look."""
+
+    def check(ctx):
+        n = int(ctx.settings["seeds"])
+
+        def train(k):
+            trained_counter[k] = trained_counter.get(k, 0) + 1
+            return effect + float(ctx.rng(f"seed/{k}").normal())
+
+        vals = np.array([ctx.memo(("toy", k), lambda k=k: train(k)) for k in range(n)])
+        num = Number("mean over seeds", float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(n)), n=n,
+                     kind="trained", df=n - 1)
+        out = compare(num.value, 0.0, stderr=num.stderr, z=ctx.z, df=num.df)
+        verdict = {Outcome.HELD: Verdict.PASS, Outcome.VIOLATED: Verdict.FAIL}.get(out, Verdict.INCONCLUSIVE)
+        return TierResult("trained", verdict, out, f"{num.value:.3f} ± {num.stderr:.2g}", numbers=[num])
+
+    settings = {"quick": {"tiers": ("trained",), "seeds": 32, "seeds_start": 4, "seeds_step": 4}}
+    return Claim(id="TOY.SEQ", title="toy", source=Source("toy", "", ""), statement="mean > 0",
+                 assumptions=(), checks={"trained": check}, settings=settings)
+
+
+@pytest.mark.parametrize("effect, verdict", [(2.0, Verdict.PASS), (-2.0, Verdict.FAIL), (0.0, Verdict.INCONCLUSIVE)])
+def test_runner_decides_a_trained_tier_sequentially_reusing_seeds(tmp_path, effect, verdict):
+    counter = {}
+    res = evaluate_claim(_toy_claim(counter, effect), RunConfig(profile="quick", seed=3), tmp_path)
+    t = res.tiers[0]
+    assert t.verdict is verdict, t.summary
+    seq = t.sequential
+    assert seq["correction"].startswith("Bonferroni") and seq["planned looks"] == list(range(4, 33, 4))
+    used = seq["seeds used"]
+    assert used == t.numbers[0].n and set(counter) == set(range(used)) and set(counter.values()) == {1}
+    assert any(n.name == "training seeds the decision used" and n.value == used for n in t.numbers)
+    if verdict is Verdict.INCONCLUSIVE:
+        assert used == 32 and "cap of 32" in t.summary and "setting 'seeds'" in t.budget
+    else:
+        assert used < 32 and "decided" in seq["stop"]
+
+
+def test_a_tier_without_a_schedule_runs_once(tmp_path):
+    counter = {}
+    claim = _toy_claim(counter, 2.0)
+    claim.settings["quick"] = {"tiers": ("trained",), "seeds": 6}
+    t = evaluate_claim(claim, RunConfig(profile="quick", seed=3), tmp_path).tiers[0]
+    assert t.sequential is None and len(counter) == 6
+
+
+def test_the_report_says_how_many_seeds_and_why_it_stopped(tmp_path):
+    from sim.report import write_reports
+    from sim.verdict import to_jsonable
+
+    cfg = RunConfig(profile="quick", seed=3)
+    res = evaluate_claim(_toy_claim({}, 2.0), cfg, tmp_path)
+    write_reports(tmp_path, cfg, [to_jsonable(res)], elapsed_s=1.0)
+    md = (tmp_path / "report.md").read_text()
+    html = (tmp_path / "report.html").read_text()
+    line = next(ln for ln in md.splitlines() if ln.startswith("Seeds: "))
+    assert "training seeds" in line and "decided (held)" in line and "Bonferroni over the planned looks" in line
+    assert "Bonferroni over the planned looks" in html
+
+
+def test_keys_that_follow_the_seeds_stay_off_when_zero(tmp_path):
+    seen = []
+
+    def check(ctx):
+        seen.append((ctx.settings["seeds"], ctx.settings["col_seeds"], ctx.settings["other"]))
+        return TierResult("trained", Verdict.INCONCLUSIVE, Outcome.UNDECIDED, "undecided")
+
+    claim = Claim(id="TOY.ALSO", title="toy", source=Source("toy", "", ""), statement="-", assumptions=(),
+                  checks={"trained": check},
+                  settings={"quick": {"tiers": ("trained",), "seeds": 8, "seeds_start": 4, "seeds_step": 4,
+                                      "seeds_also": ("col_seeds", "other"), "col_seeds": 0, "other": 3}})
+    evaluate_claim(claim, RunConfig(profile="quick", seed=0), tmp_path)
+    assert seen == [(4, 0, 4), (8, 0, 8)]
