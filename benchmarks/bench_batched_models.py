@@ -2,10 +2,10 @@
 models batched by ``torch.func`` (stacked parameters, ``functional_call`` under ``vmap``),
 against one model alone on the same code, measured in the same run.
 
-Ours: ``M`` models of one family stacked with ``torch.func.stack_module_state``; each draws
-its own batch from its own generator; one ``vmap``-ed loss, one backward, one Adam step on
-the stacked parameters (Adam is elementwise, so model ``k`` gets exactly its own update).
-Baseline: model ``k`` alone, the same batches, the same optimiser. The time reported for
+Ours: :func:`sim.train.train_batched` on ``M`` models of one family (stacked parameters,
+one ``vmap``-ed loss, one backward, one Adam step; Adam is elementwise, so model ``k`` gets
+exactly its own update). Baseline: :func:`sim.train.train` on model 0 alone, the same
+batches, the same optimiser. The time reported for
 ours is the batched step divided by ``M`` (seconds per model-step); ``ratio`` > 1 means
 batching pays. Agreement: after the timed steps, the largest parameter difference between
 model ``k`` of the batch and model ``k`` trained alone (float32 round-off).
@@ -21,22 +21,10 @@ import time
 
 import numpy as np
 import torch
-from torch.func import functional_call, stack_module_state, vmap
 
 from benchmarks.bench_theory import BenchRow
 
 __all__ = ["bench_family", "run"]
-
-
-class _LossOf(torch.nn.Module):
-    """``forward(batch) = loss_fn(model, batch)``, so ``functional_call`` can swap the parameters."""
-
-    def __init__(self, model, loss_fn):
-        super().__init__()
-        self.model, self.loss_fn = model, loss_fn
-
-    def forward(self, batch):
-        return self.loss_fn(self.model, batch)
 
 
 def _family(name: str, M: int):
@@ -75,46 +63,29 @@ def _family(name: str, M: int):
 
 
 def bench_family(name: str, *, M: int = 8, steps: int = 10, repeats: int = 3) -> BenchRow:
+    """Ours: :func:`sim.train.train_batched` on the ``M`` models; baseline: :func:`sim.train.train`
+    on model 0 alone, from the same init on the same batches (replayed from a list)."""
+    from sim.train import Stage, TrainConfig, train, train_batched
+
     torch.set_num_threads(1)
     models, draw, loss_fn = _family(name, M)
-    alone = [copy.deepcopy(m) for m in models]
-    batches = [[draw(k) for k in range(M)] for _ in range(steps)]  # the same data for both paths
-
-    params, buffers = stack_module_state([_LossOf(m, loss_fn) for m in models])
-    params = {n: p.detach().clone().requires_grad_(True) for n, p in params.items()}
-    base = copy.deepcopy(_LossOf(models[0], loss_fn)).to("meta")
-    losses = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)), in_dims=(0, 0, 0))
-    opt = torch.optim.Adam(list(params.values()), lr=1e-2)
-
-    def stacked(batch_list):
-        return torch.utils._pytree.tree_map(lambda *xs: torch.stack(xs), *batch_list)
-
-    def step_batched(batch_list):
-        opt.zero_grad(set_to_none=True)
-        losses(params, buffers, stacked(batch_list)).sum().backward()
-        opt.step()
-
-    opt_alone = torch.optim.Adam(alone[0].parameters(), lr=1e-2)
-
-    def step_alone(x):
-        opt_alone.zero_grad(set_to_none=True)
-        loss_fn(alone[0], x).backward()
-        opt_alone.step()
-
+    batches = [[draw(k) for _ in range(steps)] for k in range(M)]  # the same data for both paths
+    replay = [lambda gen, step, k=k: batches[k][step] for k in range(M)]
+    config = TrainConfig(stages=(Stage(steps, 1e-2),), log_every=steps)
     t_batched = t_alone = float("inf")
-    for _ in range(repeats):  # both paths take the same steps each repeat: model 0 stays comparable
+    for _ in range(repeats):  # fresh copies each repeat: both paths train from the same init
+        batched, alone = copy.deepcopy(models), copy.deepcopy(models[0])
         t0 = time.perf_counter()
-        for bl in batches:
-            step_batched(bl)
+        train_batched(batched, replay, config, list(range(M)), loss_fn=loss_fn)
         t_batched = min(t_batched, (time.perf_counter() - t0) / (steps * M))
         t0 = time.perf_counter()
-        for bl in batches:
-            step_alone(bl[0])
+        train(alone, replay[0], config, loss_fn=loss_fn)
         t_alone = min(t_alone, (time.perf_counter() - t0) / steps)
-    diff = max(float((params[f"model.{n}"][0] - p).detach().abs().max()) for n, p in alone[0].named_parameters())
+    diff = max(float((pb - pa).detach().abs().max())
+               for pb, pa in zip(batched[0].parameters(), alone.parameters()))
     return BenchRow(f"{name}: per-model training step, {M} models batched (torch.func) vs one alone",
                     t_batched, t_alone, diff, 1e-4,
-                    note=f"{steps} steps x {repeats} repeats, one thread; diff: model 0 of the batch vs alone")
+                    note=f"{steps} Adam steps x {repeats} repeats, one thread; diff: model 0 of the batch vs alone")
 
 
 def run(*, quick: bool = False, repeats: int = 3) -> list[BenchRow]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .claims.base import PROFILES, Claim, Context, crash_result
-from .verdict import ClaimResult, Verdict, combine_verdicts, headline, to_jsonable
+from .verdict import ClaimResult, Outcome, Verdict, combine_verdicts, headline, to_jsonable
 
 __all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "graph_claims", "atomic_write_text", "dump_json",
            "DEFAULT_REPORTS", "RUN_SCHEMA"]
@@ -209,8 +209,8 @@ def _graph_used(ctx: Context, config: RunConfig, given) -> dict:
 
 
 #: A look's verdict as the sequential decision reads it: only INCONCLUSIVE asks for more seeds.
-_LOOK_OUTCOME = {Verdict.PASS: "held", Verdict.FAIL: "violated", Verdict.ASSUMPTION_UNMET: "held",
-                 Verdict.INCONCLUSIVE: "undecided"}
+_LOOK_OUTCOME = {Verdict.PASS: Outcome.HELD, Verdict.FAIL: Outcome.VIOLATED, Verdict.ASSUMPTION_UNMET: Outcome.HELD,
+                 Verdict.INCONCLUSIVE: Outcome.UNDECIDED}
 
 
 def _run_tier(ctx: Context, claim: Claim, tier: str):
@@ -222,7 +222,6 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
     Keys named in ``seeds_also`` follow ``seeds`` (where they are set and not 0: 0 switches that part
     off). Seeds already trained are reused (``ctx.memo``)."""
     from .sequential import SeedSchedule, decide_sequentially
-    from .verdict import Outcome
 
     s = ctx.settings
     key = s.get("seeds_key", "seeds")
@@ -237,7 +236,7 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
         look_ctx = dataclasses.replace(ctx, z=z_look, overrides={**ctx.overrides, key: n,
                                                                  **{k: n for k in also if s.get(k)}})
         res = _checked(claim.checks[tier](look_ctx), claim, tier)
-        outcome = Outcome(_LOOK_OUTCOME.get(res.verdict, "held"))  # ERROR: stop and report it
+        outcome = _LOOK_OUTCOME.get(res.verdict, Outcome.HELD)  # ERROR: stop and report it
         return outcome, res, f"{res.verdict.value}: {res.summary[:300]}"
 
     res, run = decide_sequentially(schedule, ctx.z, look)

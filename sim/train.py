@@ -298,6 +298,7 @@ def train_batched(models, samples, config: TrainConfig, seeds, *, device: str = 
     gens = [make_generator(sd, device) for sd in seeds]
     logs = [TrainLog() for _ in range(M)]
     total, step, t0 = config.total_steps, 0, time.perf_counter()
+    vmapped_dims, loss_of = object(), None
 
     def batch_of(s: int):
         parts = [samples[k](gens[k], s) for k in range(M)]
@@ -318,8 +319,10 @@ def train_batched(models, samples, config: TrainConfig, seeds, *, device: str = 
             for group in opt.param_groups:
                 group["lr"] = _lr_at(stage, k_step)
             batch, dims = batch_of(step)
-            losses = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)), in_dims=(0, 0, dims))(
-                stacked, buffers, batch)  # (M,)
+            if dims != vmapped_dims:  # one vmapped loss per batch structure, not one per step
+                vmapped_dims = dims
+                loss_of = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)), in_dims=(0, 0, dims))
+            losses = loss_of(stacked, buffers, batch)  # (M,)
             opt.zero_grad(set_to_none=True)
             losses.sum().backward()
             opt.step()
