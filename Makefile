@@ -6,7 +6,7 @@ PYTHON ?= python3
 PROFILE ?= quick
 BIN := $(VENV)/bin
 
-.PHONY: report test bench setup clean
+.PHONY: report test bench setup clean mutate
 
 setup: $(VENV)/.installed
 
@@ -29,5 +29,30 @@ test: setup
 bench: setup
 	$(BIN)/python -m benchmarks
 
+# Mutation testing (too slow for CI; see docs/mutation.md): mutmut mutates theory/ and the verdict
+# logic (config: [tool.mutmut] in pyproject.toml) and runs, per mutant, the mirrored fast tests that
+# reach the mutated function, on one worker. MUTATE_SCOPE takes mutmut's mutant-name globs, e.g.
+#   make mutate MUTATE_SCOPE='theory.markov.*'
+# Score = (killed + timeout) / checked; a mutant no selected test reaches counts against it.
+MUTATE_SCOPE ?= theory.* sim.claims.base.x_summarize_instances__mutmut_* sim.claims.base.x_property_tier__mutmut_* \
+	$(foreach f,tier_verdict combine_verdicts compare guard_with_controls margin_multiplier welch_df headline,\
+	sim.verdict.x_$(f)__mutmut_*)
+empty :=
+space := $(empty) $(empty)
+MUTATE_RE := ^($(subst $(space),|,$(subst *,.*,$(strip $(MUTATE_SCOPE)))))$$
+
+$(VENV)/.mutate-installed: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,mutate]'
+	touch $@
+
+mutate: $(VENV)/.mutate-installed
+	OMP_NUM_THREADS=1 $(BIN)/mutmut run --max-children 1 $(foreach p,$(MUTATE_SCOPE),'$(p)') > mutants-run.log 2>&1 \
+		|| { tail -c 4000 mutants-run.log; exit 1; }
+	@$(BIN)/mutmut results --all true | sed 's/^ *//' | awk -F': ' -v re='$(MUTATE_RE)' \
+		'$$1 ~ re && $$2 != "not checked" && $$2 != "skipped" { n++; c[$$2]++; \
+		 if ($$2 != "killed" && $$2 != "timeout") print "survivor (" $$2 "): " $$1 } \
+		 END { k = c["killed"] + c["timeout"]; \
+		       printf "mutation score: %d of %d killed = %.1f%%\n", k, n, n ? 100 * k / n : 0 }'
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info mutants mutants-run.log

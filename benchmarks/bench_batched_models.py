@@ -10,8 +10,8 @@ ours is the batched step divided by ``M`` (seconds per model-step); ``ratio`` > 
 batching pays. Agreement: after the timed steps, the largest parameter difference between
 model ``k`` of the batch and model ``k`` trained alone (float32 round-off).
 
-Families: W's two-layer transformer (W.E1's sizes) and N's reduced model (N.K1's sizes at
-T = 40). One thread (``torch.set_num_threads(1)``), as the trained claims' workers run.
+Families: W's two-layer transformer (W.E1's sizes), N's reduced model (N.K1's sizes at
+T = 40) and the Markov-chain LM (E.1's sizes, its plain modules on both sides). One thread (``torch.set_num_threads(1)``), as the trained claims' workers run.
 """
 from __future__ import annotations
 
@@ -24,7 +24,11 @@ import torch
 
 from benchmarks.bench_theory import BenchRow
 
-__all__ = ["bench_family", "run"]
+__all__ = ["FAMILIES", "bench_family", "run"]
+
+#: The model families the trained claims use: W's transformer (W.E1, W.E2, W.P2), N's reduced model
+#: (N.K1, N.K4) and the Markov-chain LM (G.1, E.1).
+FAMILIES = ("W", "N reduced", "Markov LM")
 
 
 def _family(name: str, M: int):
@@ -59,6 +63,23 @@ def _family(name: str, M: int):
         # the loss reads tokens and the target law only (the batch's numpy pis stay out of vmap)
         return (models, lambda k: samplers[k](gens[k], next(steps[k]))[:2],
                 lambda m, b: reduced_loss(m, Batch(b[0], b[1], None)))
+    if name == "Markov LM":
+        from sim.models.markov_lm import MarkovLM, MarkovLMConfig
+
+        # E.1's model and batch (C = 2 states, N = 100, width 16, two attention-only layers). The fused
+        # attention and loss nodes are custom autograd Functions without a vmap rule, so both sides run
+        # the plain modules: the comparison is on one code path, as for the other families.
+        cfg = MarkovLMConfig(vocab=2, max_len=100, width=16, layers=2, heads=1, mlp=False)
+        models = []
+        for k in range(M):
+            m = MarkovLM(cfg, generator=make_generator(k))
+            m.fused_loss = m.fast_first_layer = False
+            for block in m.blocks:
+                block.fused = False
+            models.append(m)
+        gens = [make_generator(100 + k) for k in range(M)]
+        return (models, lambda k: torch.randint(0, 2, (64, 101), generator=gens[k]),
+                lambda m, x: m.loss(x[:, :-1], x[:, 1:]))
     raise ValueError(f"unknown family {name!r}")
 
 
@@ -90,5 +111,5 @@ def bench_family(name: str, *, M: int = 8, steps: int = 10, repeats: int = 3) ->
 
 def run(*, quick: bool = False, repeats: int = 3) -> list[BenchRow]:
     if quick:
-        return [bench_family(n, M=2, steps=2, repeats=1) for n in ("W", "N reduced")]
-    return [bench_family(n, repeats=repeats) for n in ("W", "N reduced")]
+        return [bench_family(n, M=2, steps=2, repeats=1) for n in FAMILIES]
+    return [bench_family(n, repeats=repeats) for n in FAMILIES]

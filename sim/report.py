@@ -434,6 +434,8 @@ def _md_claim(d: dict) -> list[str]:
                     out.append(f"  - {_md(_finding_numbers(f))}")
                 if f.get("counterexample"):
                     out.append(f"  - counterexample: `{_md(_clip(json.dumps(f['counterexample']), 600))}`")
+                if f.get("witness"):
+                    out.append(f"  - witness (in full): `{_md(json.dumps(f['witness']))}`")
             out.append("")
         if t.get("controls"):
             out += [_CONTROLS_INTRO, "", "| control | wrong mechanism | verdict | deciding number |", "|---|---|---|---|"]
@@ -635,6 +637,8 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
             for f in t["findings"]:
                 extra = _finding_numbers(f)
                 cex = (f"<pre>{_e(json.dumps(f['counterexample'], indent=1))}</pre>" if f.get("counterexample") else "")
+                if f.get("witness"):
+                    cex += f"<p>witness (in full):</p><pre>{_e(json.dumps(f['witness'], indent=1))}</pre>"
                 items.append(f"<li><i>{_e(f['kind'])}</i>: {_e(f['reading'])} {_badge(f['verdict'])} {_e(f['detail'])}"
                              + (f"<br/><small>{_e(extra)}</small>" if extra else "") + cex + "</li>")
             out.append("<p>Findings (other readings; they do not decide the verdict):</p><ul>" + "".join(items) + "</ul>")

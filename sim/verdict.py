@@ -167,6 +167,8 @@ class Finding:
     detail: str
     numbers: tuple[Number, ...] = ()
     counterexample: dict[str, Any] | None = None
+    # The input that attains a reported extreme (a tightness optimum), in full; not a counterexample.
+    witness: dict[str, Any] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "kind", FindingKind(self.kind))

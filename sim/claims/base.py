@@ -34,6 +34,7 @@ __all__ = [
     "InstanceCheck",
     "summarize_instances",
     "search_counterexample",
+    "per_case",
     "stable_hash",
     "collect_claims",
 ]
@@ -418,13 +419,16 @@ def summarize_instances(tier: str, checks: Sequence[InstanceCheck], assumption_n
 # ---------------------------------------------------------------------------------------
 # Pattern 2: the property tier — hypothesis searches for a counterexample and shrinks it.
 # ---------------------------------------------------------------------------------------
-def search_counterexample(strategy, violates: Callable[[Any], bool], *, max_examples: int, seed: int):
+def search_counterexample(strategy, violates: Callable[[Any], bool], *, max_examples: int, seed: int,
+                          observe: Callable[[Any], None] | None = None):
     """Search ``strategy`` for an input on which ``violates`` is true; shrink it.
 
     Returns ``(example, n_tried)`` with ``example=None`` when none was found within
     ``max_examples`` (``(None, 0)`` when that is 0). Reproducible: hypothesis draws from
     ``random.Random(seed)`` and uses no example database, independent of any hypothesis profile
-    the caller loaded.
+    the caller loaded. ``observe(x)``, when given, runs on every input inside hypothesis's test
+    (where ``hypothesis.target`` may be called) and switches on hypothesis's target phase, which
+    mutates the inputs with the best targets.
     """
     from hypothesis import HealthCheck, Phase, find, settings
     from hypothesis.errors import NoSuchExample, Unsatisfiable
@@ -436,6 +440,8 @@ def search_counterexample(strategy, violates: Callable[[Any], bool], *, max_exam
     def condition(x):
         nonlocal tried
         tried += 1
+        if observe is not None:
+            observe(x)
         return bool(violates(x))
 
     cfg = settings(
@@ -444,7 +450,7 @@ def search_counterexample(strategy, violates: Callable[[Any], bool], *, max_exam
         database=None,
         deadline=None,
         derandomize=False,
-        phases=[Phase.generate, Phase.shrink],
+        phases=[Phase.generate, Phase.shrink] if observe is None else [Phase.generate, Phase.target, Phase.shrink],
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
     )
@@ -462,9 +468,109 @@ def crash_result(tier: str, exc: BaseException) -> TierResult:
                       summary=f"the check crashed: {type(exc).__name__}: {exc}", error=tb)
 
 
+def per_case(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``fn(case)`` remembered for the last case (by identity): a property search asks for one
+    case's values several times (assumptions, violation, margin, record) before it draws the next."""
+    last: dict[str, Any] = {"case": None, "value": None}
+
+    def cached(case):
+        if last["case"] is not case:
+            last["case"], last["value"] = case, fn(case)
+        return last["value"]
+
+    return cached
+
+
+class _Climb:
+    """Steers a property search toward the boundary of a claim and keeps the closest inputs.
+
+    On every input that meets the assumptions it evaluates ``margin`` (smaller = closer to a
+    violation), calls ``hypothesis.target(-margin)`` (it must run inside hypothesis's test, which
+    :func:`search_counterexample`'s ``observe`` does) and keeps the ``keep`` inputs with the
+    smallest margins (equal margins once)."""
+
+    LABEL = "closeness to a violation (-margin)"
+
+    def __init__(self, margin: Callable[[Any], float], meets: Callable[[Any], bool], keep: int):
+        self.margin, self.meets, self.keep = margin, meets, keep
+        self.best: list[tuple[float, Any]] = []
+        self.evaluated = 0
+
+    def observe(self, x) -> None:
+        from hypothesis import target
+
+        if not self.meets(x):
+            return
+        m = float(self.margin(x))
+        self.evaluated += 1
+        if not np.isfinite(m):
+            return
+        target(-m, label=self.LABEL)
+        if any(abs(m - b) <= 1e-15 * max(1.0, abs(m)) for b, _ in self.best):
+            return
+        self.best = sorted(self.best + [(m, x)], key=lambda t: t[0])[:self.keep]
+
+
+def _witness_text(rec: Mapping[str, Any]) -> str:
+    import json
+
+    from ..verdict import to_jsonable
+
+    return json.dumps(to_jsonable(dict(rec)), default=str)
+
+
+def _polish_and_report(ctx: "Context", climb: _Climb, polish, margin, meets, violates, record, seed: int,
+                       found) -> tuple[Any, list[Number]]:
+    """Polish the closest inputs of a climbing search and report the closest approach.
+
+    Returns ``(violation, numbers)``: a polished input that meets every assumption and violates the
+    conclusion (None if there is none, or if the search ``found`` one already), and the Numbers of the
+    closest approach (smallest margin, with its witness), the budget, the starts and the optimiser."""
+    from ..tightness import NoFiniteValue, optimise
+
+    numbers: list[Number] = []
+    closest = climb.best[0] if climb.best else None
+    violation = None
+    note_search = (f"hypothesis with hypothesis.target(-margin) on {climb.evaluated} inputs meeting every assumption; "
+                   f"the {len(climb.best)} closest kept")
+    if polish is not None and found is None and ctx.prior is None and climb.best:
+        budget = int(ctx.settings.get("polish_budget", polish.budget))
+        try:
+            t = optimise(lambda x: float(margin(x)) if meets(x) else np.inf, None, polish.project, sense="inf",
+                         starts=0, budget=budget, seed=seed, initial=[polish.lift(x) for _, x in climb.best],
+                         describe=lambda x: {})
+        except NoFiniteValue as exc:  # the projection left the assumptions everywhere: said, not hidden
+            t = None
+            note_search += f"; the polish found no point meeting every assumption ({exc}): check polish.project"
+        if t is not None:
+            numbers += [Number("closest approach: polish starts (closest examples of the search)", t.starts,
+                               kind="property", seed=seed, note=t.optimiser),
+                        Number("closest approach: polish evaluations", t.evaluations, kind="property", seed=seed,
+                               note=f"budget {budget} evaluations per start (setting polish_budget)")]
+            if t.value < closest[0]:
+                closest = (t.value, t.point)
+                note_search += f", then polished by {t.optimiser.split(' from ')[0]}"
+            if meets(t.point) and violates(t.point):
+                violation = t.point
+    elif polish is not None and ctx.prior is not None:
+        note_search += "; not polished: moving a draw of a user's prior may leave the prior's support"
+    if closest is None:
+        numbers.insert(0, Number("closest approach: smallest margin found (a violation iff < 0)", float("nan"),
+                                 kind="property", seed=seed, note="no input meeting every assumption was evaluated"))
+        return violation, numbers
+    numbers.insert(0, Number("closest approach: smallest margin found (a violation iff < 0)", closest[0],
+                             kind="property", seed=seed,
+                             note=f"{note_search}; an upper bound on the infimum of the margin; witness: "
+                                  f"{_witness_text(record(closest[1]))}"))
+    numbers.insert(1, Number("closest approach: smallest margin of the search before polishing",
+                             climb.best[0][0] if climb.best else float("nan"), kind="property", seed=seed))
+    return violation, numbers
+
+
 def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], record: Callable[[Any], dict], *,
                   what: str, assumptions: Sequence[Assumption] = (),
-                  assumptions_of: Callable[[Any], Mapping[str, bool]] | None = None) -> TierResult:
+                  assumptions_of: Callable[[Any], Mapping[str, bool]] | None = None,
+                  margin: Callable[[Any], float] | None = None, polish=None) -> TierResult:
     """Run the property tier: replay the corpus, then search ``strategy`` for a violation of the
     conclusion and report the shrunk counterexample.
 
@@ -481,6 +587,16 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
     assumption (a FAIL), one for a counterexample on draws that break some assumption
     (evidence that the assumption is necessary; ``violates`` should test there what the
     conclusion still claims). The result lists which assumptions failed on the draws.
+
+    ``margin(x)``, when given, makes the search climb: a real number, smaller = closer to a
+    violation, negative iff ``violates(x)`` on an input meeting every assumption (up to the
+    claim's round-off), e.g. ``bound - LHS/RHS``. The search calls ``hypothesis.target(-margin)``
+    on every input meeting the assumptions and keeps the ``polish_keep`` (setting, default 3)
+    closest; with ``polish`` (a :class:`sim.tightness.Polish`) and no user's prior, they are then
+    polished by a local scipy optimiser over their continuous parameters, projected back into the
+    assumptions. A polished input that meets every assumption and violates the conclusion is a
+    counterexample like any other (FAIL). Whether or not one is found, the result reports the
+    closest approach (smallest margin, with its witness), the polish budget, starts and optimiser.
     """
     seed = ctx.seed_for("property")
     n_max = int(ctx.settings.get("max_examples", 100))
@@ -494,26 +610,37 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
                                           note="budget 0 generated examples")],
                           budget="a search budget of at least one example (setting max_examples; "
                                  "icl-verify run --budget N)")
-    if assumptions_of is None or ctx.prior is None:
-        def meets(x):
-            return assumptions_of is None or all(assumptions_of(x).values())
+    def meets(x):
+        return assumptions_of is None or all(assumptions_of(x).values())
 
+    climb = None if margin is None else _Climb(margin, meets, keep=max(1, int(ctx.settings.get("polish_keep", 3))))
+    observe = None if climb is None else climb.observe
+    if assumptions_of is None or ctx.prior is None:
         if replayed is not None:
             example, tried = replayed.example, 0
         else:
             example, tried = search_counterexample(strategy, lambda x: meets(x) and violates(x),
-                                                   max_examples=n_max, seed=seed)
+                                                   max_examples=n_max, seed=seed, observe=observe)
         searched = Number("examples evaluated (search and shrinking)", tried, kind="property", seed=seed,
                           note=f"budget {n_max} generated examples{skipped}")
-        outcome = Outcome.HELD if example is None else Outcome.VIOLATED
+        numbers = [searched]
+        polished = None
+        if climb is not None and replayed is None:
+            polished, approach = _polish_and_report(ctx, climb, polish, margin, meets, violates, record, seed, example)
+            numbers += approach
+        outcome = Outcome.HELD if example is None and polished is None else Outcome.VIOLATED
         if replayed is not None:
             summary = f"{what}: counterexample replayed from the corpus {replayed.path} before any search"
-        elif example is None:
-            summary = f"{what}: no counterexample in {tried} evaluations"
-        else:
+        elif example is not None:
             summary = f"{what}: hypothesis found a counterexample after {tried} evaluations (shrunk)"
+        elif polished is not None:
+            example = polished
+            summary = (f"{what}: counterexample found by polishing the search's closest examples with a local "
+                       f"optimiser (after {tried} search evaluations)")
+        else:
+            summary = f"{what}: no counterexample in {tried} evaluations"
         cex = None if example is None else _counterexample(ctx, what, example, record, replayed, seed, notes)
-        return TierResult("property", tier_verdict(assumptions, outcome), outcome, summary, numbers=[searched],
+        return TierResult("property", tier_verdict(assumptions, outcome), outcome, summary, numbers=numbers,
                           counterexample=cex, assumptions=list(assumptions), corpus=notes)
 
     failed: dict[str, int] = {}
@@ -532,13 +659,15 @@ def property_tier(ctx: "Context", strategy, violates: Callable[[Any], bool], rec
         valid_cex, tried_a = replayed.example, 0
     else:
         valid_cex, tried_a = search_counterexample(strategy, lambda x: all(status(x).values()) and violates(x),
-                                                   max_examples=half, seed=seed)
+                                                   max_examples=half, seed=seed, observe=observe)
     broken_cex, tried_b = search_counterexample(strategy, lambda x: not all(status(x).values()) and violates(x),
                                                 max_examples=half, seed=seed + 1)
     numbers = [Number("evaluations: search among draws meeting every assumption", tried_a, kind="property",
                       seed=seed, note=f"budget {half}{skipped}"),
                Number("evaluations: search among draws breaking an assumption", tried_b, kind="property",
                       seed=seed + 1, note=f"budget {half}")]
+    if climb is not None and replayed is None:  # under a user's prior: the closest approach, never polished
+        numbers += _polish_and_report(ctx, climb, polish, margin, meets, violates, record, seed, valid_cex)[1]
     found = list(assumptions) + [
         Assumption(name, holds=(bad == 0), detail=f"held on all {drawn} draws" if bad == 0 else
                    f"failed on {bad} of {drawn} draws") for name, bad in failed.items()]

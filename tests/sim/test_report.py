@@ -83,3 +83,23 @@ def test_markdown_escapes_markup_from_claims(tmp_path):
     md = (out / "report.md").read_text()
     outside_code = md.split("```json")[0]
     assert "<script>" not in outside_code and "&lt;script>" in outside_code
+
+
+def _witness_check(ctx):
+    from sim.verdict import Finding, FindingKind
+
+    f = Finding(FindingKind.STRICTER, "tightness: " + EVIL, Verdict.PASS, "sup 0.99 (a lower bound on the supremum)",
+                witness={"pi": [[0.999, 0.001], [0.001, 0.999]], "note": EVIL})
+    return TierResult("exact", Verdict.PASS, Outcome.HELD, summary="held", findings=[f])
+
+
+def test_a_findings_witness_is_reported_in_full_and_escaped(tmp_path):
+    claim = Claim(id="T.WIT", title="witness", source=Source("T", "x"), statement="x", assumptions=(),
+                  checks={"exact": _witness_check}, settings={"quick": {"tiers": ("exact",)}})
+    out, _ = run(RunConfig(profile="quick", claims="T.WIT", seed=0), [claim], out_dir=tmp_path, show_progress=False)
+    md = (out / "report.md").read_text()
+    assert 'witness (in full): `{"pi": [[0.999, 0.001], [0.001, 0.999]]' in md and "counterexample:" not in md
+    html = (out / "report.html").read_text()
+    assert "witness (in full)" in html and "0.999" in html and "<script>" not in html
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["claims"][0]["tiers"][0]["findings"][0]["witness"]["pi"][0] == [0.999, 0.001]

@@ -19,7 +19,7 @@ def test_margin_multiplier_is_the_student_t_quantile_at_the_level_of_z():
     # more degrees of freedom, a narrower margin, down to z itself
     qs = [margin_multiplier(3.0, df) for df in (1, 3, 7, 15, 1000)]
     assert qs == sorted(qs, reverse=True) and qs[-1] == pytest.approx(3.0, abs=0.01)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"df must be >= 0, got -1"):
         margin_multiplier(3.0, -1)
 
 

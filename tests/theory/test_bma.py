@@ -402,3 +402,114 @@ def test_expected_loglik_minus_inf_and_zero_log_zero():
     val = expected_loglik(pi, tree, 0, 2, root=[0.5, 0.5])
     assert val == pytest.approx(0.5 * math.log(0.5), abs=1e-15)
     assert np.all(np.isfinite(marginals(pi, tree, root=[0.5, 0.5])))
+
+
+# -- the oracle's parent prior and the batched posterior (second, independent checks) ----------------
+def _recency_prior(H):
+    """``q[k, j] ∝ j + 1`` for ``j < k``: a non-uniform independent parent prior."""
+    q = np.zeros((H, H))
+    for k in range(1, H):
+        q[k, :k] = np.arange(1, k + 1) / (k * (k + 1) / 2)
+    return q
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bruteforce_honours_parent_prior_as_a_log_prior_on_the_scores(seed):
+    """With independent parents and no target prefix the likelihood factorises per node, so the exact
+    posterior is ``softmax_c(log q[h, c] + s_c)`` with the closed form's scores ``s``: a non-uniform
+    prior must move the brute-force posterior exactly there (and away from W's uniform closed form)."""
+    rng = np.random.default_rng(100 + seed)
+    d, H, L = 3, 5, 3
+    pi = random_pi(rng, d)
+    context = sample_sequences(rng, pi, random_recursive_tree(rng, H), L, stationary(pi))
+    q = _recency_prior(H)
+    for h in range(2, H):
+        s = bma_log_scores(context, pi, h) + np.log(q[h, :h])
+        expected = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+        got = bma_posterior_bruteforce(context, pi, h, parent_prior=q)
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+        assert np.abs(got - bma_posterior(context, pi, h)).max() > 1e-3
+
+
+def test_bruteforce_with_a_point_mass_parent_prior_returns_that_parent():
+    """A prior that fixes every parent leaves one tree: the posterior is that parent, whatever the data
+    (the zeros of the prior are log 0 = -inf on purpose, without a warning)."""
+    import warnings
+
+    pi = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]])
+    context = np.array([[0, 0, 1, 2], [1, 1, 1, 1]])
+    q = np.zeros((4, 4))
+    q[1, 0], q[2, 1], q[3, 0] = 1.0, 1.0, 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(bma_posterior_bruteforce(context, pi, 2, parent_prior=q), [0.0, 1.0])
+        np.testing.assert_array_equal(bma_posterior_bruteforce(context, pi, 3, parent_prior=q), [1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("rows, match", [
+    ({1: [0.5]}, r"parent_prior row 1 must be a probability vector over 0\.\.0, got \[0\.5\]"),
+    ({2: [1.5, -0.5]}, r"parent_prior row 2 must be a probability vector over 0\.\.1, got \[1\.5, -0\.5\]"),
+    ({2: [float("nan"), 1.0]}, r"parent_prior row 2 must be a probability vector over 0\.\.1"),
+    ({2: [0.4, 0.6, 0.1]}, r"parent_prior row 2 puts mass on positions >= 2"),
+])
+def test_bruteforce_rejects_a_bad_parent_prior_naming_the_row(rows, match):
+    q = _recency_prior(4)
+    for k, row in rows.items():
+        q[k, :len(row)] = row
+    context = np.array([[0, 1, 1, 0]])
+    pi = np.array([[0.6, 0.4], [0.3, 0.7]])
+    with pytest.raises(TheoryError, match=match):
+        bma_posterior_bruteforce(context, pi, 2, parent_prior=q)
+    with pytest.raises(TheoryError, match=r"parent_prior must have shape \(4, 4\), got \(3, 3\)"):
+        bma_posterior_bruteforce(context, pi, 2, parent_prior=np.eye(3))
+
+
+def test_posterior_matrix_rows_equal_per_position_posteriors_with_a_heavy_diagonal():
+    """Row ``h`` of :func:`bma_posterior_matrix` is :func:`bma_posterior` at ``h`` and nothing else: with
+    ``pi`` concentrated on its diagonal, letting position ``h`` be its own candidate would take most of
+    the row's mass, so every row must match, sum to 1 and be zero on and above the diagonal."""
+    pi = np.array([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.1, 0.1, 0.8]])
+    context = np.array([[0, 1, 1, 2, 2], [2, 2, 0, 0, 1], [1, 0, 1, 1, 2]])
+    M = bma_posterior_matrix(context, pi)
+    H = context.shape[1]
+    for h in range(1, H):
+        np.testing.assert_allclose(M[h, :h], bma_posterior(context, pi, h), rtol=0, atol=1e-15)
+        np.testing.assert_allclose(M[h, :h], closed_form_by_hand(context, pi, h), rtol=1e-12)
+        assert np.all(M[h, h:] == 0.0)
+    assert np.all(M[0] == 0.0)
+
+
+def test_posterior_matrix_works_in_log_space_far_below_exp_range():
+    """Every candidate scores 2 log(1e-300) ~ -1381 (exp underflows to 0): the softmax must subtract
+    the top score first and give the uniform posterior, as bma_posterior does."""
+    tiny = 1e-300
+    pi = np.array([[1 - tiny, tiny], [tiny, 1 - tiny]])
+    context = np.array([[0, 0, 1], [1, 1, 0]])  # x_2 differs from both earlier tokens in each example
+    M = bma_posterior_matrix(context, pi)
+    np.testing.assert_allclose(M[2, :2], [0.5, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(M[2, :2], bma_posterior(context, pi, 2), rtol=1e-12)
+
+
+def test_posterior_matrix_errors_name_the_position():
+    with pytest.raises(TheoryError, match=r"^the context has probability 0 under pi for every candidate parent of "
+                                          r"h = 2 \(all log-scores are -inf\), so the posterior of pa\(2\) is undefined$"):
+        bma_posterior_matrix([[0, 0, 1]], np.eye(2))
+    with pytest.raises(TheoryError, match=r"context has H = 1 positions; the posterior matrix needs H >= 2"):
+        bma_posterior_matrix([[0]], np.eye(2))
+
+
+def test_bruteforce_takes_one_context_not_a_batch():
+    with pytest.raises(TheoryError, match=r"context must have shape \(L, H\), got shape \(2, 1, 3\)"):
+        bma_posterior_bruteforce(np.zeros((2, 1, 3), dtype=int), [[0.75, 0.25], [0.25, 0.75]], 1)
+
+
+def test_bruteforce_up_to_its_limit_of_seven_positions():
+    """H = 7 (720 trees) is the documented limit, included; the root law's zeros matter only at x_0."""
+    pi = np.array([[0.6, 0.4], [0.3, 0.7]])
+    context = np.array([[0, 1, 1, 0, 1, 0, 0]])
+    np.testing.assert_allclose(bma_posterior_bruteforce(context, pi, 6, root=[1.0, 0.0]),
+                               bma_posterior(context, pi, 6), rtol=0, atol=1e-12)
+    with pytest.raises(TheoryError, match=r"H = 8 exceeds the limit H <= 7"):
+        bma_posterior_bruteforce(np.zeros((1, 8), dtype=int), pi, 1)
+    with pytest.raises(TheoryError, match=r"^the context has probability 0 under pi for every candidate parent"):
+        bma_posterior([[0, 1]], np.eye(2), 1)

@@ -261,3 +261,24 @@ def test_bad_input_law_rejected():
         eta_chi2(K, [np.nan, 0.5])
     with pytest.raises(TheoryError, match="restarts must be a non-negative integer"):
         eta_kl(K, [0.5, 0.5], restarts=-1)
+
+
+def test_dobrushin_is_the_largest_pairwise_tv_wherever_the_pair_sits():
+    """Known value with the maximising pair last (rows 1 and 2: TV 0.9; rows 0-1: 0.6, rows 0-2: 0.4), and
+    the identity dobrushin(K) = max over all row pairs of TV, invariant under row permutations."""
+    K = np.array([[0.3, 0.3, 0.4], [0.9, 0.1, 0.0], [0.0, 0.2, 0.8]])
+    assert dobrushin(K) == pytest.approx(0.9, abs=1e-15)
+    rng = np.random.default_rng(5)
+    for n_in, n_out in ((2, 3), (4, 2), (6, 5)):
+        K = rng.dirichlet(np.full(n_out, 0.5), size=n_in)
+        pairs = max(0.5 * np.abs(K[a] - K[b]).sum() for a in range(n_in) for b in range(n_in))
+        assert dobrushin(K) == pytest.approx(pairs, abs=1e-15)
+        assert dobrushin(K[rng.permutation(n_in)]) == pytest.approx(pairs, abs=1e-15)
+
+
+def test_dobrushin_is_clipped_to_one_against_round_off():
+    """Disjoint rows: TV = 1 exactly, but 0.5 * sum|K[0] - K[1]| rounds to 1 + 2.2e-16 here."""
+    K = [[0.0036500040335817083, 0.4150996212546994, 0.4282310588678984, 0.1530193158438204, 0.0, 0.0, 0.0],
+         [0.0, 0.0, 0.0, 0.0, 0.00276007306427708, 0.5653785854959871, 0.431861341439736]]
+    assert 0.5 * np.abs(np.subtract(K[1], K[0])).sum() > 1.0
+    assert dobrushin(K) == 1.0

@@ -228,3 +228,15 @@ def test_entropy_rate_quadrature_is_n_definition_and_matches_the_closed_form():
 def test_bad_inputs(call, match):
     with pytest.raises(TheoryError, match=match):
         call()
+
+
+def test_dirichlet_row_entropy_harmonic_numbers_and_beta_quadrature():
+    """Two independent known values: alpha = 1 (uniform on the simplex) gives H_S - 1 (harmonic number);
+    S = 2 is E[h(p)] for p ~ Beta(alpha, alpha), integrated here with quadpack."""
+    for S in range(2, 7):
+        assert dirichlet_row_entropy(1.0, S) == pytest.approx(sum(1 / k for k in range(1, S + 1)) - 1, abs=1e-14)
+    for alpha in (0.3, 0.5, 2.5):
+        density = lambda p: p ** (alpha - 1) * (1 - p) ** (alpha - 1) / special.beta(alpha, alpha)
+        h = lambda p: -special.xlogy(p, p) - special.xlogy(1 - p, 1 - p)
+        expected, _ = integrate.quad(lambda p: h(p) * density(p), 0, 1, epsabs=1e-13, limit=200)
+        assert dirichlet_row_entropy(alpha, 2) == pytest.approx(expected, rel=1e-9)

@@ -378,3 +378,72 @@ def test_bad_laws_rejected():
         bahadur_rao_log_error([-1.0, 0.0], [0.5, 0.5], 10)
     with pytest.raises(TheoryError, match="L must be an integer >= 1"):
         bahadur_rao_prefactor([1.0, -2.0], [0.3, 0.7], 0)
+
+
+# -- second, independent checks: known values and identities ------------------------------------------
+def _symmetric_two_point(q):
+    """Z = +1 w.p. q, -1 w.p. 1 - q (q < 1/2): t* = log((1-q)/q)/2, the tilted law is uniform on
+    {-1, +1} (sigma* = 1) and the rate is -log(2 sqrt(q (1 - q)))."""
+    return [1.0, -1.0], [q, 1 - q]
+
+
+@pytest.mark.parametrize("q", [0.1, 0.3, 0.45])
+def test_chernoff_minimiser_symmetric_two_point_known_value(q):
+    res = chernoff_exponent(*_symmetric_two_point(q))
+    assert res.t_star == pytest.approx(0.5 * math.log((1 - q) / q), rel=1e-12)
+    assert res.rate == pytest.approx(-math.log(2 * math.sqrt(q * (1 - q))), rel=1e-12)
+    assert res.tilted_var == pytest.approx(1.0, rel=1e-12) and abs(res.tilted_mean) < 1e-12
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_chernoff_minimiser_is_the_bounded_scalar_minimum_of_the_log_mgf(seed):
+    """Identity: rate = -min_{t >= 0} log E e^{tZ}, checked against scipy's bounded scalar minimiser on
+    a random law with E Z < 0 < max Z; t* is where the log-mgf is smallest."""
+    from scipy.optimize import minimize_scalar
+
+    rng = np.random.default_rng(seed)
+    v = rng.normal(-0.5, 1.0, size=6)
+    v[0] = abs(v[0]) + 0.1  # some positive atom
+    p = rng.dirichlet(np.ones(6))
+    if p @ v >= 0:
+        v -= (p @ v) + 0.2  # make E Z < 0 while keeping max Z > 0
+    assert v.max() > 0 > p @ v
+    res = chernoff_exponent(v, p)
+    log_mgf = lambda t: math.log(float(p @ np.exp(t * v)))
+    opt = minimize_scalar(log_mgf, bounds=(0.0, 50.0), method="bounded", options={"xatol": 1e-12})
+    assert res.rate == pytest.approx(-opt.fun, rel=1e-9)
+    assert res.t_star == pytest.approx(opt.x, rel=1e-5)
+    assert res.log_mgf_min == pytest.approx(log_mgf(res.t_star), rel=1e-12)
+    assert log_mgf(res.t_star * 0.99) > res.log_mgf_min and log_mgf(res.t_star * 1.01) > res.log_mgf_min
+
+
+def test_bahadur_rao_prefactor_known_value_and_one_over_sqrt_L():
+    """For the symmetric two-point law the prefactor is 1 / (t* sqrt(2 pi L)); quadrupling L halves it,
+    and the log error is -L I + log(prefactor) at the same L."""
+    q = 0.2
+    v, p = _symmetric_two_point(q)
+    t_star, rate = 0.5 * math.log((1 - q) / q), -math.log(2 * math.sqrt(q * (1 - q)))
+    for L in (1, 7, 40):
+        assert bahadur_rao_prefactor(v, p, L) == pytest.approx(1 / (t_star * math.sqrt(2 * math.pi * L)), rel=1e-12)
+        assert bahadur_rao_prefactor(v, p, 4 * L) == pytest.approx(bahadur_rao_prefactor(v, p, L) / 2, rel=1e-12)
+        assert bahadur_rao_log_error(v, p, L) == pytest.approx(
+            -L * rate + math.log(bahadur_rao_prefactor(v, p, L)), rel=1e-12)
+    for approximation in (bahadur_rao_prefactor, bahadur_rao_log_error):
+        with pytest.raises(TheoryError, match=r"L must be an integer >= 1 \(number of context examples\), got 0"):
+            approximation(v, p, 0)
+
+
+@pytest.mark.parametrize("h, comp", [(2, 0), (3, 0), (3, 2)])
+def test_llr_law_is_oriented_competitor_over_parent(h, comp):
+    """Z = log pi(x_h | x_comp) - log pi(x_h | x_pa): x_h is independent of an earlier non-parent given
+    its parent, so E e^Z = 1 exactly, while the reversed ratio has E e^{-Z} > 1 (Jensen); and
+    E Z = E log pi(x_h | x_comp) - E log pi(x_h | x_pa) (W Lemma 4's scores, computed elsewhere)."""
+    from theory.bma import expected_loglik
+
+    pi = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]])
+    parents = [-1, 0, 1, 1]
+    v, p = llr_law(pi, parents, h, comp)
+    assert float(p @ np.exp(v)) == pytest.approx(1.0, abs=1e-12)
+    assert float(p @ np.exp(-v)) > 1.0 + 1e-3
+    assert float(p @ v) == pytest.approx(
+        expected_loglik(pi, parents, comp, h) - expected_loglik(pi, parents, parents[h], h), abs=1e-12)

@@ -249,3 +249,22 @@ def test_stationary_when_the_easiest_state_to_leave_holds_almost_no_mass():
     assert 0 < mu[1] < 1e-307 and 0 < mu[2] < 1e-307
     assert mu[2] / mu[1] == pytest.approx(3.0, rel=1e-6)
     assert np.abs(mu @ pi - mu).max() <= 1e-300
+
+
+def test_stationary_birth_death_chain_known_value_with_extreme_entries():
+    """A birth-death chain is reversible: mu[i+1] / mu[i] = up[i] / down[i+1] exactly (detailed balance),
+    a known value independent of any elimination. Entries span 1e-250..0.6 and the state hardest to
+    leave (GTH's reference, eliminated last) sits in the middle, so the reordering must be undone."""
+    up = [0.4, 1e-250, 0.5, 0.3]  # i -> i + 1
+    down = [0.0, 0.2, 1e-120, 0.6, 0.5]  # i -> i - 1
+    d = len(down)
+    P = np.zeros((d, d))
+    for i in range(d - 1):
+        P[i, i + 1], P[i + 1, i] = up[i], down[i + 1]
+    P[np.arange(d), np.arange(d)] = 1 - P.sum(axis=1)
+    log_mu = np.concatenate(([0.0], np.cumsum([np.log(up[i]) - np.log(down[i + 1]) for i in range(d - 1)])))
+    expected = np.exp(log_mu - log_mu.max())
+    expected /= expected.sum()
+    np.testing.assert_allclose(stationary(P), expected, rtol=1e-12, atol=0)
+    perm = np.array([3, 0, 4, 2, 1])  # relabelled states: the same law, relabelled
+    np.testing.assert_allclose(stationary(P[np.ix_(perm, perm)]), expected[perm], rtol=1e-12, atol=0)

@@ -29,9 +29,10 @@ from ...priors import Dirichlet, Floor
 from ...sampling import sample_n_prompts
 from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
-from ..base import (Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, property_tier,
+from ..base import (Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, per_case, property_tier,
                     summarize_instances)
 from ..inputs import batch_chain_structure, record_matrix
+from ...tightness import Polish, floored_rows, floored_rows_inverse, optimise, report_tightness
 from .constructions import _OneThread
 from .task import A_APERIODIC, A_IRREDUCIBLE, n_graph, replace_assumptions
 
@@ -581,7 +582,81 @@ def _k3_exact(ctx: Context) -> TierResult:
         Verdict.PASS if diag_worst <= ROUNDOFF else Verdict.FAIL,
         f"max |g[i,i]| = {diag_worst:.3g} on {n_diag} assumption-meeting prior-graph pairs",
         numbers=(Number("max |g[i,i]| (assumptions met)", diag_worst, tolerance=ROUNDOFF, n=n_diag),)))
+    if ctx.prior is None:  # a user's prior is judged on its own draws; the optimiser would leave them
+        table = _k3_tightness(ctx)
+        room = min(t.value for t in table)
+        report_tightness(ctx, res, table, quantity="inf smallest gap / (gamma^3/(2S))", parameter="S min pi",
+                         claimed=1.0, name="gap-to-bound",
+                         reading="tightness of the gap bound gamma^3/(2S): the infimum of the smallest gap "
+                                 "g[i,p(i)] - g[i,j] over the bound, on symmetric finite priors (one base atom's "
+                                 "orbit, balanced to the uniform mean) at each floor S min pi",
+                         closer=f"at the witness the gap is {room:.3g} times the bound, so the bound is within that "
+                                "factor of tight (the true infimum is at most this)")
     return res
+
+
+def _k3_forests(T: int) -> list[tuple[int, ...]]:
+    """N's one-parent graphs on ``T`` positions with the query ``T-1`` a root and at least one edge."""
+    out = []
+    for rest in itertools.product(*(range(-1, i) for i in range(1, T - 1))):
+        par = (-1,) + rest + (-1,)
+        if any(p >= 0 for p in par):
+            out.append(par)
+    return out
+
+
+def _k3_prior(S: int, z, floor: float) -> FinitePrior:
+    """The orbit of one base atom ``floored_rows(z, S, floor)`` balanced to the uniform mean."""
+    return symmetric_finite_prior(floored_rows(z, S, floor)[None], floor, label="tightness optimiser's atom")
+
+
+def _k3_ratio(params):
+    """``smallest gap / bound(gamma, S)`` of a ``(finite prior, parents)`` pair: >= 1 is Knowl 3's gap bound."""
+    def value(x):
+        a = _analyse(*x, params)
+        return a["gap"] / a["bound"] if a["bound"] > 0 else math.nan
+
+    return value
+
+
+def _k3_tightness(ctx: Context):
+    """``inf gap / bound`` at each floor ``S min pi >= c`` of ``tight_levels``: Nelder-Mead over one
+    base atom's logits (:func:`sim.tightness.floored_rows`), graphs :func:`_k3_forests` of each
+    ``tight_T``, ``S`` in ``tight_dims`` taken in turn, one step to the best graph per start; each
+    floor also starts from the previous (higher) floor's atom. Not monotone in the floor: the
+    balancing atom (and so the prior) follows the floor."""
+    s = ctx.settings
+    by_dim = {S: [(S, par) for T in s["tight_T"] for par in _k3_forests(T)] for S in s["tight_dims"]}
+    table = []
+    for k, c in enumerate(s["tight_levels"]):
+        turn = itertools.count()
+
+        def sampler(rng, turn=turn):
+            cases = by_dim[s["tight_dims"][next(turn) % len(by_dim)]]
+            case = cases[int(rng.integers(len(cases)))]
+            return case, 2.0 * rng.standard_normal(case[0] ** 2)
+
+        def project(case, z, c=c):
+            S, par = case
+            return _k3_prior(S, z, c / S), np.array(par)
+
+        def describe(x):
+            fp, par = x
+            a = _analyse(fp, par, ctx.params)
+            flags = _flags(fp, None, par)[0]
+            return {"base atom": fp.base[0].tolist(), "floor": fp.floor, "S": fp.S, "parents": par.tolist(),
+                    "construction": fp.record()["construction"], "gamma": a["gamma"], **a["parts"],
+                    "smallest gap": a["gap"], "pair (i, j)": list(a["pair"]), "bound": a["bound"],
+                    "gap / bound": a["gap"] / a["bound"], "assumptions": flags}
+
+        # the previous (higher) floor's optimum as one more start (its balancing atom follows the new floor)
+        previous = [] if not table or table[-1].level["S min pi"] < c else [
+            ((table[-1].point[0].S, tuple(table[-1].point[1].tolist())),
+             floored_rows_inverse(table[-1].point[0].base[0], c / table[-1].point[0].S))]
+        table.append(optimise(_k3_ratio(ctx.params), sampler, project, sense="inf", starts=int(s["tight_starts"]),
+                              budget=int(s["tight_budget"]), seed=ctx.seed_for(f"tightness/{k}"), describe=describe,
+                              level={"S min pi": c}, neighbours=lambda case: by_dim[case[0]], initial=previous))
+    return table
 
 
 # -------------------------------------------------------------------- montecarlo tier --
@@ -927,10 +1002,16 @@ def _k3_property(ctx: Context) -> TierResult:
             par[1] = 0  # a user's prior is on trial, not the graph: keep the root fraction below 1
         return fp, par, facts
 
+    @per_case
     def defined(case):
         """g needs a unique stationary law for every atom (roots ~ mu_pi)."""
         return bool(batch_chain_structure(case[0].live()[0])["unique stationary law"].all())
 
+    @per_case
+    def analysed(case):
+        return _analyse(case[0], case[1], ctx.params)
+
+    @per_case
     def assumptions_of(case):
         fp, par, facts = case
         if defined(case):
@@ -952,7 +1033,7 @@ def _k3_property(ctx: Context) -> TierResult:
         fp, par, _ = case
         if not defined(case):
             return False  # g is undefined: no conclusion to test
-        a = _analyse(fp, par, ctx.params)
+        a = analysed(case)
         flags = assumptions_of(case)
         seen["degenerate"] += not flags[A_NONDEG]
         if all(flags.values()) and a["bound"] > 0:
@@ -960,12 +1041,29 @@ def _k3_property(ctx: Context) -> TierResult:
             seen["ratio"] = min(seen["ratio"], a["gap"] / a["bound"])
         return a["gap"] < a["bound"] - ROUNDOFF * max(1.0, abs(a["gap"]))
 
+    def margin(case):
+        """gap / bound - 1: < 0 iff the gap bound fails (bound > 0 on draws meeting the assumptions)."""
+        if not defined(case):
+            return math.inf
+        a = analysed(case)
+        return a["gap"] / a["bound"] - 1.0 if a["bound"] > 0 else math.inf
+
+    def lift(case):
+        fp, par, facts = case
+        return (fp.S, fp.base.shape[0], tuple(par.tolist()), fp.floor), np.concatenate(
+            [floored_rows_inverse(b, fp.floor) for b in fp.base])
+
+    def project(key, z):
+        S, k, par, floor = key
+        base = np.stack([floored_rows(part, S, floor) for part in np.split(np.asarray(z), k)])
+        return symmetric_finite_prior(base, floor, label="hypothesis draw, polished"), np.array(par), None
+
     def record(case):
         fp, par, facts = case
         rec = {**fp.record(), **({} if facts is None else facts.record()), "parents": par.tolist(),
                "assumptions": assumptions_of(case)}
         if defined(case):
-            a = _analyse(fp, par, ctx.params)
+            a = analysed(case)
             rec.update({"gamma": a["gamma"], "smallest gap": a["gap"], "bound": a["bound"],
                         "pair (i, j)": list(a["pair"])})
         return rec
@@ -973,7 +1071,8 @@ def _k3_property(ctx: Context) -> TierResult:
     what = ("gap g[i,p(i)] - g[i,j] >= bound(gamma, S) on symmetric finite priors with uniform mean"
             if ctx.prior is None else
             f"gap g[i,p(i)] - g[i,j] >= bound(gamma, S) on finite priors built from draws of {ctx.prior.spec()}")
-    res = property_tier(ctx, cases(), violates, record, what=what, assumptions_of=assumptions_of)
+    res = property_tier(ctx, cases(), violates, record, what=what, assumptions_of=assumptions_of, margin=margin,
+                        polish=Polish(lift, project))
     res.numbers += [
         Number("headroom: largest c with gap >= c * bound on every draw meeting the assumptions", seen["ratio"],
                n=seen["met"], seed=ctx.seed_for("property"), kind="property",
@@ -1045,21 +1144,27 @@ N_K3 = Claim(
                   "prior_specs": ((0.5, 0.3, 2), (1.0, 0.05, 1), (50.0, 0.5, 1), (0.1, 0.2, 2)),
                   "mc_S": 3, "mc_prior": (0.5, 0.3, 2), "beta0": 1e-2, "mc_T": (8, 16, 32, 64),
                   "mc_graphs": ("chain", "icl"), "mc_chunks": 12, "mc_chunk": 2000,
-                  "max_d": 3, "max_T": 6, "max_examples": 80},
+                  "max_d": 3, "max_T": 6, "max_examples": 80,
+                  "tight_levels": (0.8, 0.4, 0.1), "tight_dims": (2,), "tight_T": (4,), "tight_starts": 2,
+                  "tight_budget": 40, "polish_keep": 1, "polish_budget": 40},
         "standard": {"tiers": ("exact", "montecarlo", "property"), "dims": (2, 3, 4), "T": 9,
                      "graphs": ("chain", "icl", "random"),
                      "prior_specs": ((0.5, 0.3, 2), (1.0, 0.05, 2), (50.0, 0.5, 1), (0.1, 0.2, 2), (5.0, 0.9, 1),
                                      (0.2, 0.02, 2)),
                      "mc_S": 3, "mc_prior": (0.5, 0.3, 2), "beta0": 1e-2, "mc_T": (8, 16, 32, 64, 128, 256),
                      "mc_graphs": ("chain", "icl"), "mc_chunks": 20, "mc_chunk": 5000,
-                     "max_d": 4, "max_T": 7, "max_examples": 400},
+                     "max_d": 4, "max_T": 7, "max_examples": 400,
+                     "tight_levels": (0.9, 0.8, 0.6, 0.4, 0.2, 0.1), "tight_dims": (2, 3), "tight_T": (4, 5),
+                     "tight_starts": 6, "tight_budget": 200, "polish_keep": 3, "polish_budget": 150},
         "paper": {"tiers": ("exact", "montecarlo", "property"), "dims": (2, 3, 4, 5), "T": 10,
                   "graphs": ("chain", "icl", "random"),
                   "prior_specs": ((0.5, 0.3, 2), (1.0, 0.05, 2), (50.0, 0.5, 2), (0.1, 0.2, 2), (5.0, 0.9, 1),
                                   (0.2, 0.02, 2)),
                   "mc_S": 4, "mc_prior": (0.5, 0.3, 2), "beta0": 1e-2, "mc_T": (8, 16, 32, 64, 128, 256, 512),
                   "mc_graphs": ("chain", "icl", "random"), "mc_chunks": 40, "mc_chunk": 10000,
-                  "max_d": 4, "max_T": 8, "max_examples": 2000},
+                  "max_d": 4, "max_T": 8, "max_examples": 2000,
+                  "tight_levels": (0.9, 0.8, 0.6, 0.4, 0.2, 0.1, 0.05), "tight_dims": (2, 3), "tight_T": (4, 5),
+                  "tight_starts": 12, "tight_budget": 400, "polish_keep": 4, "polish_budget": 300},
     },
     params={"gap_bound": lambda gamma, S: gamma ** 3 / (2 * S), "sign": -1.0,
             "scale": lambda beta0, S, T: beta0 / (S * T)},

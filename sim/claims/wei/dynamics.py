@@ -16,15 +16,18 @@ import numpy as np
 
 from theory import (CausalTree, closed_classes, mutual_information, pairwise_joint, stationary, wei_chi2_signal,
                     wei_gradient_at_zero)
+from theory.bma import recursive_trees
 from theory.errors import TheoryError
 
 from ...montecarlo import mean_estimate
 from ...sampling import random_recursive_parents, sample_w_prompts
+from ...tightness import positive_stationary, report_tightness
 from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
-from ..base import (Claim, Context, InstanceCheck, PrimaryReading, Source, matrices_strategy, property_tier,
+from ..base import (Claim, Context, InstanceCheck, PrimaryReading, Source, matrices_strategy, per_case, property_tier,
                     search_counterexample, summarize_instances)
 from ..inputs import Instance, default_root, default_root_name, draw_matrices, record_matrix, w_instances
+from .extremes import RATIO_FLOOR, root_vector, tight_optima, w_polish
 
 #: The second is W's unstated assumption (see the module docstring and :func:`_stationary_root_finding`).
 _ASSUMPTIONS = ("uniform layer-2 attention (W = 0)", "stationary root (every marginal = mu_pi)", "min pi > 0",
@@ -50,17 +53,48 @@ UNIFORM_ROOT_WITNESS = {"pi": [[0.0038, 0.0002, 0.9960], [0.8685, 0.0054, 0.1261
                         "parents": [-1, 0, 1, 2, 0, 3, 5], "h": 4}
 ROUNDOFF = 1e-12
 IDENTITY_TOL = 1e-10
+# Tightness of the normalised lead (sim.tightness via extremes.tight_optima): floors tight_levels on pi's
+# entries, trees on tight_nodes nodes, d in tight_dims, tight_starts starts of tight_budget evaluations per floor;
+# the property tier polishes its polish_keep closest examples (polish_budget evaluations, entries >= polish_floor).
+# Each evaluation enumerates d^(h+1) sequences, so the budgets are below W.L2-W.L4's.
+_TIGHT = {"quick": dict(tight_levels=(0.05, 0.01, 0.001), tight_dims=(2, 3), tight_nodes=(3, 4), tight_starts=3,
+                        tight_budget=100, polish_keep=2, polish_budget=300, polish_floor=1e-6),
+          "standard": dict(tight_levels=(0.05, 0.02, 0.01, 0.003, 0.001), tight_dims=(2, 3), tight_nodes=(3, 4, 5),
+                           tight_starts=8, tight_budget=300, polish_keep=4, polish_budget=600, polish_floor=1e-6),
+          "paper": dict(tight_levels=(0.1, 0.05, 0.02, 0.01, 0.003, 0.001, 3e-4), tight_dims=(2, 3),
+                        tight_nodes=(3, 4, 5), tight_starts=16, tight_budget=600, polish_keep=6, polish_budget=800,
+                        polish_floor=1e-6)}
 
 
 def _parent(tree, h):
     return tree.parent(h)
 
 
-def _margin(params, G, tree, h):
-    """``(margin, claimed index)``: ``sign*G[claimed] - max_{k != claimed} sign*G[k]`` (strict argmax iff > 0)."""
+def _chi2_unit(pi, tree, h, root) -> float:
+    """The unit of W.T3's normalised lead: ``I_chi2(x_h; x_pa(h)) / h``, the parent's chi-square
+    signal times its attention weight ``1/h`` at W = 0 (to first order the size of ``G[pa]``)."""
+    return mutual_information(pairwise_joint(pi, tree, h, tree.parent(h), root=root), "chi2") / h
+
+
+def _margin(params, G, tree, h, unit):
+    """``(margin, claimed index)``: ``sign*G[c] - max_{k != c} sign*G[k] - lead * unit`` with ``c`` the
+    claimed index and ``unit`` :func:`_chi2_unit`; the claim holds iff > 0. W's statement has
+    ``lead = 0`` (a strict argmax); a sharpened variant asks the claimed entry to lead the runner-up
+    by ``lead`` units."""
     g = float(params["sign"]) * np.asarray(G)
     c = int(params["claimed_argmax"](tree, h))
-    return float(g[c] - np.delete(g, c).max()), c
+    return float(g[c] - np.delete(g, c).max() - params["lead"] * unit), c
+
+
+def _normalised_lead(params, G, tree, h, unit) -> float:
+    """W.T3's inequality as a dimensionless number: ``h (sign*G[c] - max_{k != c} sign*G[k]) /
+    I_chi2(x_h; x_pa)``, the claimed entry's lead over the runner-up in units of the parent's
+    chi-square signal (:func:`_chi2_unit`): dimensionless, with G's overall factor 1/h and the size of
+    the parent's signal divided out, and > ``lead`` iff the claim holds (``2e`` on the two-state chain 0 -> 1 -> 2,
+    ``pi = [[1-e, e], [e, 1-e]]``, h = 2). NaN where ``I_chi2 <= RATIO_FLOOR`` (mostly round-off)."""
+    if unit * h <= RATIO_FLOOR:
+        return float("nan")
+    return _margin(params, G, tree, h, unit)[0] / unit + float(params["lead"])
 
 
 def _strict_outcome(margin, G):
@@ -136,7 +170,7 @@ def _w_t3_exact(ctx: Context) -> TierResult:
     checks, per_reading = [], {r: [] for r in readings}
     uniform_rows = []
     rhos, id_err, n_id = [], 0.0, 0
-    pts = []
+    pts, leads = [], []
     cases = [(inst, range(2, inst.tree.n)) for inst in w_instances(
         ctx, n_matrices=s["n_matrices"], dims=s["dims"], H=s["H"], trees_per_matrix=s.get("trees_per_matrix", 1),
         roots=s["roots"])]
@@ -153,14 +187,15 @@ def _w_t3_exact(ctx: Context) -> TierResult:
                            _ASSUMPTIONS[3]: i_pa > 1e-12}
             chi2 = wei_chi2_signal(pi, tree, h, root=root)
             pa = tree.parent(h)
+            unit = _chi2_unit(pi, tree, h, root)
             if stationary_root:  # exact identity: g~[pa] = I_chi2(x_h; x_pa) under a stationary root
-                ic = mutual_information(pairwise_joint(pi, tree, h, pa, root=root), "chi2")
+                ic = unit * h  # I_chi2(x_h; x_pa)
                 id_err = max(id_err, abs(chi2[pa] - ic) / max(1.0, abs(ic)))
                 n_id += 1
                 if s.get("uniform_root_finding", True):  # the same input with a uniform root: outside W's setting
                     uni = np.full(pi.shape[0], 1.0 / pi.shape[0])
                     G = ctx.params["gradient"](pi, tree, h, root=uni, reading=deciding)
-                    margin, claimed = _margin(ctx.params, G, tree, h)
+                    margin, claimed = _margin(ctx.params, G, tree, h, _chi2_unit(pi, tree, h, uni))
                     i_uni = _i_parent(pi, tree, h, uni)
                     uniform_rows.append((_strict_outcome(margin, G), {_ASSUMPTIONS[2]: pi.min() > 0,
                                                                       _ASSUMPTIONS[3]: i_uni > 1e-12}, margin, {
@@ -173,14 +208,18 @@ def _w_t3_exact(ctx: Context) -> TierResult:
                 except TheoryError as exc:  # logits reading with a zero entry: undefined, say so
                     per_reading[reading].append(("undefined", str(exc)))
                     continue
-                margin, claimed = _margin(ctx.params, G, tree, h)
+                margin, claimed = _margin(ctx.params, G, tree, h, unit)
                 out = _strict_outcome(margin, G)
+                lead = _normalised_lead(ctx.params, G, tree, h, unit)
                 rec = {**inst.record(), "h": h, "parent": pa, "claimed argmax": claimed, "reading": reading,
                        "-E[dl/dp_hat] (h' = 0..h-1)": G.tolist(), "chi2 signal g~ (h' = 0..h-1)": chi2.tolist(),
-                       "margin": margin, "I(x_h; x_pa)": i_pa, "sign": float(ctx.params["sign"])}
+                       "margin": margin, "normalised lead": lead, "I(x_h; x_pa)": i_pa,
+                       "sign": float(ctx.params["sign"])}
                 per_reading[reading].append((out, assumptions, margin, rec))
                 if reading == deciding:
                     checks.append(InstanceCheck(assumptions, out, margin, rec))
+                    if all(assumptions.values()) and np.isfinite(lead):
+                        leads.append(lead)
                     if h >= 3:
                         r = _spearman(G, chi2)
                         if r is not None:
@@ -193,7 +232,12 @@ def _w_t3_exact(ctx: Context) -> TierResult:
                       note=f"{len(rhos)} positions with >= 3 candidates, reading {deciding}"),
                Number("Spearman(G, chi2 signal): min", float(np.min(rhos)) if rhos else float("nan")),
                Number("max |g~[pa] - I_chi2(x_h; x_pa)| (stationary root)", id_err, tolerance=IDENTITY_TOL,
-                      note=f"exact identity, {n_id} positions")]
+                      note=f"exact identity, {n_id} positions"),
+               Number("min normalised lead h (G[pa] - max_other G) / I_chi2(x_h; x_pa) over the sampled positions",
+                      min(leads, default=float("nan")),
+                      note=f"a sample minimum over {len(leads)} positions meeting the assumptions (the recorded "
+                           "witnesses included), only an upper bound on the infimum; the tightness rows give the "
+                           "optimum")]
     res = summarize_instances("exact", checks, _ASSUMPTIONS,
                               what=f"argmax_h' -E[dl/dp_hat_h'] = claimed index, strict ({deciding} reading)",
                               numbers=numbers)
@@ -211,6 +255,8 @@ def _w_t3_exact(ctx: Context) -> TierResult:
     if s.get("uniform_root_finding", True):
         uniform = _argmax_finding(FindingKind.OUTSIDE, _UNIFORM_ROOT_READING, uniform_rows, "uniform root")
         res.findings += [uniform, _stationary_root_finding(uniform)]
+    if ctx.prior is None:  # a user's prior is judged on its own draws; the optimiser would leave them
+        _report_lead_tightness(ctx, res, deciding)
     pts = np.array(pts, dtype=float)
     fig, ax = plt.subplots(figsize=(5, 4))
     ax.scatter(pts[~(pts[:, 2] > 0), 0], pts[~(pts[:, 2] > 0), 1], s=10, alpha=0.6, label="h' != pa(h)")
@@ -221,6 +267,38 @@ def _w_t3_exact(ctx: Context) -> TierResult:
     ax.legend(fontsize=7)
     res.figures.append(ctx.save_figure(fig, "gradient-vs-chi2"))
     return res
+
+
+def _report_lead_tightness(ctx: Context, res: TierResult, reading: str) -> None:
+    """The infimum of :func:`_normalised_lead` (stationary root, ``reading``) at each floor of
+    ``tight_levels`` on pi's entries, over every tree on ``tight_nodes`` nodes and every ``h >= 2``,
+    by :func:`sim.claims.wei.extremes.tight_optima`; added to ``res`` by :func:`report_tightness`
+    (an optimum at or below the claimed ``lead`` FAILs the tier with its witness)."""
+    s, params = ctx.settings, ctx.params
+    cases = [(d, par, h) for d in s["tight_dims"] for n in s["tight_nodes"] for par in recursive_trees(n)
+             for h in range(2, n)]
+
+    def value(pi, tree, h, root):
+        G = params["gradient"](pi, tree, h, root=root, reading=reading)
+        return _normalised_lead(params, G, tree, h, _chi2_unit(pi, tree, h, root))
+
+    def describe(pi, tree, h):
+        root = default_root(pi)
+        G = params["gradient"](pi, tree, h, root=root, reading=reading)
+        unit = _chi2_unit(pi, tree, h, root)
+        return {"pi": pi.tolist(), "parents": tree.parents.tolist(), "h": h, "parent": tree.parent(h),
+                "root_law": default_root_name(pi), "reading": reading, "-E[dl/dp_hat] (h' = 0..h-1)": G.tolist(),
+                "I_chi2(x_h; x_pa)": unit * h, "normalised lead": _normalised_lead(params, G, tree, h, unit)}
+
+    report_tightness(ctx, res, tight_optima(ctx, value, sense="inf", purpose="W.T3", describe=describe, cases=cases),
+                     quantity="inf h (G[pa] - max_other G) / I_chi2(x_h;x_pa)", parameter="min entry of pi",
+                     claimed=float(params["lead"]), name="normalised-lead",
+                     reading="tightness: how far the parent's gradient leads the runner-up, h (G[pa] - max_{h' != pa} "
+                             "G[h']) / I_chi2(x_h;x_pa) (infimum at each floor on pi's entries; the theorem holds iff "
+                             "it is > 0)",
+                     closer="it goes to 0 with the floor (a near-permutation pi makes a sibling or grandparent "
+                            "almost as informative as the parent): the ordering is tight at the boundary of its "
+                            "assumptions, with no fixed lead")
 
 
 # -------------------------------------------------------------------------- Monte Carlo --
@@ -257,7 +335,7 @@ def _autograd_gradients(pi, L, tokens, reading, device="cpu"):
     return -delta.grad.cpu().numpy()  # (B, H, H)
 
 
-def decide_gradient(g, exact, claimed, z: float, seed: int, sign: float = 1.0) -> dict:
+def decide_gradient(g, exact, claimed, z: float, seed: int, sign: float = 1.0, required=None) -> dict:
     """The Monte Carlo tier's deciding check on per-sample gradients ``g`` ``(B, H, H)`` (``g[:, h, h']``
     = ``-dl/dscore[h, h']``) against the exact ``G`` of the claimed tree (``exact[h]``, length h) and
     the index claimed largest at each position (``claimed[h]``, pa(h) by default; ``sign`` as in
@@ -266,8 +344,9 @@ def decide_gradient(g, exact, claimed, z: float, seed: int, sign: float = 1.0) -
     - agreement: every entry's MC mean is within ``z_b`` s.e. (plus round-off) of the exact ``G``,
       ``z_b`` the Bonferroni z for the ``m`` entries at the family-wise level of ``z``;
     - argmax at the claimed index: for every ``h >= 2`` and competitor ``k != pa(h)``, the paired MC
-      margin ``sign E[g[h, pa] - g[h, k]] > 0`` beyond ``z_b'`` s.e. (Bonferroni over the pairs); a significant
-      negative margin, or an exact tie (margin 0 with no spread), is a violation.
+      margin ``sign E[g[h, pa] - g[h, k]] > required[h]`` (0 by default; ``lead * unit`` for a sharpened
+      claim, :func:`_margin`) beyond ``z_b'`` s.e. (Bonferroni over the pairs); a significant shortfall,
+      or an exact tie (margin at the requirement with no spread), is a violation.
 
     Returns ``{"outcome", "worst_t", "z_b", "worst", "margins": {h: Estimate}, "outcome_agree",
     "outcome_argmax", "line"}``; it runs on W's model and on every control alike.
@@ -290,7 +369,8 @@ def decide_gradient(g, exact, claimed, z: float, seed: int, sign: float = 1.0) -
         diffs = sign * (g[:, h, pa][:, None] - np.delete(g[:, h, :h], pa, axis=1))  # (B, h-1) paired
         ests = [mean_estimate(diffs[:, j], seed) for j in range(h - 1)]
         for e in ests:
-            o = compare(e.value, 0.0, stderr=e.stderr, z=z_pair, tol=ROUNDOFF)
+            o = compare(e.value, 0.0 if required is None else float(required[h]), stderr=e.stderr, z=z_pair,
+                        tol=ROUNDOFF)
             tie = o is Outcome.UNDECIDED and e.stderr <= ROUNDOFF  # no spread: an exact tie, not strictly largest
             outs.append(Outcome.VIOLATED if tie else o)
         margins[h] = min(ests, key=lambda e: e.value)
@@ -299,9 +379,11 @@ def decide_gradient(g, exact, claimed, z: float, seed: int, sign: float = 1.0) -
                Outcome.UNDECIDED if Outcome.UNDECIDED in outs else Outcome.HELD)
     outcome = (Outcome.VIOLATED if Outcome.VIOLATED in (out_agree, out_arg) else
                Outcome.UNDECIDED if Outcome.UNDECIDED in (out_agree, out_arg) else Outcome.HELD)
-    h_w, e_w = min(margins.items(), key=lambda kv: kv[1].value / max(kv[1].stderr, 1e-300))
-    line = (f"smallest MC margin G[pa] - G[other] {e_w.value:.4g} ± {e_w.stderr:.2g} at h={h_w} (needs > 0 by "
-            f"{z_pair:.2f} s.e.); max |MC - exact| / s.e. {worst_t:.2f} (needs <= {z_b:.2f})")
+    h_w, e_w = min(margins.items(), key=lambda kv: (kv[1].value - (0.0 if required is None else required[kv[0]]))
+                   / max(kv[1].stderr, 1e-300))
+    need = 0.0 if required is None else float(required[h_w])
+    line = (f"smallest MC margin G[pa] - G[other] {e_w.value:.4g} ± {e_w.stderr:.2g} at h={h_w} (needs > {need:.4g} "
+            f"by {z_pair:.2f} s.e.); max |MC - exact| / s.e. {worst_t:.2f} (needs <= {z_b:.2f})")
     return {"outcome": outcome, "worst_t": worst_t, "z_b": z_b, "z_pair": z_pair, "worst": worst, "margins": margins,
             "outcome_agree": out_agree, "outcome_argmax": out_arg, "line": line}
 
@@ -341,11 +423,12 @@ def _w_t3_montecarlo(ctx: Context) -> TierResult:
     tokens = sample_w_prompts(rng, pi, np.broadcast_to(tree_par, (B, H)), 1, roots=root)
     exact = {r: {h: ctx.params["gradient"](pi, tree, h, root=root, reading=r) for h in range(2, H)} for r in readings}
     claimed = {h: int(ctx.params["claimed_argmax"](tree, h)) for h in range(2, H)}
+    required = {h: float(ctx.params["lead"]) * _chi2_unit(pi, tree, h, root) for h in range(2, H)}
     sign = float(ctx.params["sign"])
     numbers, decision, grads = [], {}, {}
     for reading in readings:
         grads[reading] = _autograd_gradients(pi, 1, tokens, reading, device=ctx.device)  # (B, H, H)
-        dec = decision[reading] = decide_gradient(grads[reading], exact[reading], claimed, ctx.z, seed, sign)
+        dec = decision[reading] = decide_gradient(grads[reading], exact[reading], claimed, ctx.z, seed, sign, required)
         for h in range(2, H):
             e = dec["margins"][h]
             ex = exact[reading][h]
@@ -383,7 +466,7 @@ def _w_t3_montecarlo(ctx: Context) -> TierResult:
             ("gradient of the negated loss (+dl/dscore, the ascent direction)",
              "a step that increases the cross-entropy: its largest entry is the least informative position",
              (-grads[deciding], flipped, seed))):
-        dc = decide_gradient(g_c, ex_c, claimed, ctx.z, sd, sign)
+        dc = decide_gradient(g_c, ex_c, claimed, ctx.z, sd, sign, required)
         h_w = min(dc["margins"], key=lambda h: dc["margins"][h].value)
         res.controls.append(Control(name, mechanism, tier_verdict(assumptions, dc["outcome"]), dc["line"],
                                     numbers=(dc["margins"][h_w].number(f"{name}: MC margin at h={h_w}"),)))
@@ -405,11 +488,19 @@ def _w_t3_montecarlo(ctx: Context) -> TierResult:
 
 
 # ----------------------------------------------------------------------------- property --
-def _property_assumptions(pi, tree, h) -> dict[str, bool]:
-    """The assumptions on one searched input (its root law is :func:`default_root`'s)."""
-    root = default_root(pi)
-    return {_ASSUMPTIONS[0]: True, _ASSUMPTIONS[1]: root is None, _ASSUMPTIONS[2]: bool(pi.min() > 0),
-            _ASSUMPTIONS[3]: _i_parent(pi, tree, h, root) > 1e-12}
+def _searched_root(pi) -> tuple[bool, np.ndarray]:
+    """``(stationary?, root law)`` of a searched input, :func:`default_root`'s law as a vector. A pi with
+    every entry > 0 has a unique stationary law: found directly, since the polish asks hundreds of times."""
+    if pi.min() > 0:
+        return True, positive_stationary(pi)
+    return default_root(pi) is None, root_vector(pi)
+
+
+def _property_assumptions(pi, tree, h, root=None) -> dict[str, bool]:
+    """The assumptions on one searched input; ``root``: its :func:`_searched_root`, if known."""
+    stationary_root, law = _searched_root(pi) if root is None else root
+    return {_ASSUMPTIONS[0]: True, _ASSUMPTIONS[1]: stationary_root, _ASSUMPTIONS[2]: bool(pi.min() > 0),
+            _ASSUMPTIONS[3]: _i_parent(pi, tree, h, law) > 1e-12}
 
 
 def _w_t3_property(ctx: Context) -> TierResult:
@@ -431,21 +522,39 @@ def _w_t3_property(ctx: Context) -> TierResult:
         return pi, tree, h
 
     def evaluate(case, reading):
-        """``(margin, claimed, G)`` under the input's root law, or None where the reading is
-        undefined (the logits reading with a zero entry of pi)."""
+        """``(margin, claimed, G, unit)`` under the input's root law (:func:`_margin`,
+        :func:`_chi2_unit`), or None where the reading is undefined (the logits reading with a zero
+        entry of pi)."""
         pi, tree, h = case
+        root = root_of(case)[1]
         try:
-            G = ctx.params["gradient"](pi, tree, h, root=default_root(pi), reading=reading)
+            G = ctx.params["gradient"](pi, tree, h, root=root, reading=reading)
         except TheoryError:
             return None
-        margin, claimed = _margin(ctx.params, G, tree, h)
-        return margin, claimed, G
+        unit = _chi2_unit(pi, tree, h, root)
+        margin, claimed = _margin(ctx.params, G, tree, h, unit)
+        return margin, claimed, G, unit
+
+    root_of = per_case(lambda case: _searched_root(case[0]))  # once per case, not once per use
+    deciding_terms = per_case(lambda case: evaluate(case, deciding))
+    assumptions_of = per_case(lambda case: _property_assumptions(*case, root=root_of(case)))
 
     def violates_in(reading):
         def violates(case):
-            r = evaluate(case, reading)
+            r = deciding_terms(case) if reading == deciding else evaluate(case, reading)
             return r is not None and _strict_outcome(r[0], r[2]) is Outcome.VIOLATED
         return violates
+
+    def margin(case):
+        """:func:`_normalised_lead` minus the claimed lead, < 0 iff violated; where I_chi2(x_h;x_pa)
+        is round-off it keeps only the sign (1 if the claim holds there, else -1)."""
+        r = deciding_terms(case)
+        if r is None:
+            return float("nan")
+        lead = _normalised_lead(ctx.params, r[2], case[1], case[2], r[3])
+        if np.isfinite(lead):
+            return lead - float(ctx.params["lead"])
+        return 1.0 if _strict_outcome(r[0], r[2]) is Outcome.HELD else -1.0
 
     def record(case, reading=deciding):
         pi, tree, h = case
@@ -457,12 +566,16 @@ def _w_t3_property(ctx: Context) -> TierResult:
                "I(x_h; x_pa)": _i_parent(pi, tree, h, root), "min pi": float(pi.min()),
                "assumptions": _property_assumptions(pi, tree, h)}
         if r is not None:
-            rec.update({"claimed argmax": r[1], "-E[dl/dp_hat] (h' = 0..h-1)": r[2].tolist(), "margin": r[0]})
+            rec.update({"claimed argmax": r[1], "-E[dl/dp_hat] (h' = 0..h-1)": r[2].tolist(), "margin": r[0],
+                        "normalised lead": _normalised_lead(ctx.params, r[2], tree, h, r[3])})
         return rec
 
+    lead = float(ctx.params["lead"])
     res = property_tier(ctx, cases(), violates_in(deciding), record,
-                        what=f"{deciding} reading: argmax_h' -E[dl/dp_hat_h'] = pa(h), strict",
-                        assumptions_of=lambda case: _property_assumptions(*case))
+                        what=f"{deciding} reading: argmax_h' -E[dl/dp_hat_h'] = pa(h), strict" + (
+                            f", by a lead of {lead:g} I_chi2(x_h;x_pa)/h" if lead else ""),
+                        assumptions_of=assumptions_of, margin=margin,
+                        polish=w_polish(s["polish_floor"]))
     # The other readings, searched among inputs that meet every assumption (findings, never deciding).
     for reading in readings:
         if reading == deciding:
@@ -470,7 +583,7 @@ def _w_t3_property(ctx: Context) -> TierResult:
             continue
         seed = ctx.seed_for(f"property/{reading}")
         viol = violates_in(reading)
-        ex, n = search_counterexample(cases(), lambda c: all(_property_assumptions(*c).values()) and viol(c),
+        ex, n = search_counterexample(cases(), lambda c: all(assumptions_of(c).values()) and viol(c),
                                       max_examples=s["max_examples"], seed=seed)
         searched = Number(f"{reading}: examples searched", n, kind="property", seed=seed,
                           note=f"budget {s['max_examples']}; inputs meeting every assumption")
@@ -504,7 +617,10 @@ W_T3 = Claim(
                "of the negated loss. Property: hypothesis searches pi (entries >= gamma/d, gamma in [1e-9, 1]), "
                "trees and h for a counterexample meeting every assumption; under a user's prior it searches the "
                "prior's draws, separately among those that break an assumption (the root law is then the stationary "
-               "law when unique, else uniform, which breaks the stationary-root assumption). Findings, never "
+               "law when unique, else uniform, which breaks the stationary-root assumption); it climbs on the "
+               "normalised lead h (G[pa] - max_{h' != pa} G[h']) / I_chi2(x_h; x_pa) (hypothesis.target) and polishes "
+               "its closest examples. Tightness (a stricter-criterion finding): the infimum of that lead found by "
+               "optimisation at each floor on pi's entries, with its witness. Findings, never "
                "deciding: the logits output softmax(sum_h' A_h' log pi[x_h']) and a uniform root are outside W's "
                "setting (exact enumeration with the recorded witnesses LOGITS_WITNESS and UNIFORM_ROOT_WITNESS, "
                "re-checked every run, the property search, autograd); the stationary root is an unstated assumption "
@@ -515,19 +631,20 @@ W_T3 = Claim(
         "quick": {"tiers": ("exact", "property", "montecarlo"), "n_matrices": 3, "dims": (2, 3), "H": 6,
                   "trees_per_matrix": 2, "roots": ("stationary",), "readings": ("mixture", "logits"),
                   "deciding_reading": "mixture", "max_d": 4, "max_H": 6, "max_enumeration": 5000,
-                  "max_examples": 80, "mc_d": 3, "mc_H": 6, "mc_samples": 20000},
+                  "max_examples": 80, "mc_d": 3, "mc_H": 6, "mc_samples": 20000, **_TIGHT["quick"]},
         "standard": {"tiers": ("exact", "property", "montecarlo"), "n_matrices": 8, "dims": (2, 3, 4), "H": 7,
                      "trees_per_matrix": 3, "roots": ("stationary",), "readings": ("mixture", "logits"),
                      "deciding_reading": "mixture", "max_d": 4, "max_H": 7, "max_enumeration": 20000,
-                     "max_examples": 400, "mc_d": 3, "mc_H": 7, "mc_samples": 100000},
+                     "max_examples": 400, "mc_d": 3, "mc_H": 7, "mc_samples": 100000, **_TIGHT["standard"]},
         "paper": {"tiers": ("exact", "property", "montecarlo"), "n_matrices": 20, "dims": (2, 3, 4, 5), "H": 7,
                   "trees_per_matrix": 4, "roots": ("stationary",), "readings": ("mixture", "logits"),
                   "deciding_reading": "mixture", "max_d": 5, "max_H": 7, "max_enumeration": 100000,
-                  "max_examples": 2000, "mc_d": 4, "mc_H": 7, "mc_samples": 400000},
+                  "max_examples": 2000, "mc_d": 4, "mc_H": 7, "mc_samples": 400000, **_TIGHT["paper"]},
     },
     # The formula under test: -E[dl/dp_hat] at W = 0 (theory.wei_gradient_at_zero), which of its entries is
-    # claimed largest, and its sign. A wrong formula is caught by autograd (Monte Carlo tier).
-    params={"claimed_argmax": _parent, "sign": 1.0, "gradient": wei_gradient_at_zero},
+    # claimed largest, its sign, and by how much it leads the runner-up (lead: in units of I_chi2(x_h;x_pa)/h,
+    # _margin; W claims 0, a strict argmax). A wrong formula is caught by autograd (Monte Carlo tier).
+    params={"claimed_argmax": _parent, "sign": 1.0, "gradient": wei_gradient_at_zero, "lead": 0.0},
     prior_dependent=True,
     primary=PrimaryReading(
         statement=("Theorem 3 (informal): for the transformer of Theorem 1 whose diagonal block W of W_KQ is trained "

@@ -2,24 +2,37 @@
 log-likelihood ordering (W.L4). Positions are 0-based (W writes h = 2..H)."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
-from theory import channel, dobrushin, eta_chi2, eta_kl, expected_loglik, marginals, mutual_information, pairwise_joint
+from theory import (channel, dobrushin, eta_chi2, eta_kl, expected_loglik, marginals, mutual_information,
+                    pairwise_joint)
 from theory.information import KINDS
 
 from ...verdict import Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
-from ..base import (Claim, Context, InstanceCheck, PrimaryReading, Source, matrices_strategy, property_tier,
+from ..base import (Claim, Context, InstanceCheck, PrimaryReading, Source, matrices_strategy, per_case, property_tier,
                     summarize_instances)
 from ...priors import Dirichlet, Sparse
 from ..inputs import default_root, record_matrix, w_instances
+from .extremes import RATIO_FLOOR, TIGHT_SETTINGS, root_vector, tight_optima, w_polish
+from ...tightness import Tightness, floored_rows, floored_rows_inverse, optimise, report_tightness
 
 ROUNDOFF = 1e-12
 
-# Instances per profile, shared by W.L2-W.L4 (W.L2 adds its symbolic tier).
-_SIZES = {"quick": dict(n_matrices=4, dims=(2, 3, 5), H=7, max_d=4, max_H=7, max_examples=150),
-          "standard": dict(n_matrices=10, dims=(2, 3, 5, 8), H=9, max_d=5, max_H=8, max_examples=600),
-          "paper": dict(n_matrices=20, dims=(2, 3, 5, 10), H=10, max_d=6, max_H=10, max_examples=2000)}
+# Instances per profile, shared by W.L2-W.L4 (W.L2 adds its symbolic tier); tightness settings in
+# :data:`.extremes.TIGHT_SETTINGS`.
+_SIZES = {"quick": dict(n_matrices=4, dims=(2, 3, 5), H=7, max_d=4, max_H=7, max_examples=150, **TIGHT_SETTINGS["quick"]),
+          "standard": dict(n_matrices=10, dims=(2, 3, 5, 8), H=9, max_d=5, max_H=8, max_examples=600,
+                           **TIGHT_SETTINGS["standard"]),
+          "paper": dict(n_matrices=20, dims=(2, 3, 5, 10), H=10, max_d=6, max_H=10, max_examples=2000,
+                        **TIGHT_SETTINGS["paper"])}
 _SETTINGS = {p: {"tiers": ("exact", "property"), **v} for p, v in _SIZES.items()}
+
+
+def _pair_record(pi, tree, h, hp) -> dict:
+    return {"pi": pi.tolist(), "parents": tree.parents.tolist(), "h": h, "parent": tree.parent(h), "h_prime": hp,
+            "root_law": _root_name(pi)}
 
 
 # ------------------------------------------------------------------------------ W.L2 (DPI) --
@@ -83,9 +96,41 @@ def _w_l2_exact(ctx: Context) -> TierResult:
                                 f"I_{kind}(x_h; x_h')": i_hp, f"I_{kind}(x_h; x_pa)": i_pa,
                                 "claimed": f"I(x_h; x_h') <= {factor} * I(x_h; x_pa)"}))
     numbers = [Number(f"max I_{k}(x_h;x_h') / I_{k}(x_h;x_pa)", worst_ratio[k], tolerance=ROUNDOFF,
-                      note=f"over {n_pairs} (tree, h, h') triples") for k in KINDS]
-    return summarize_instances("exact", checks, ["Markov chain x_h' -> x_pa(h) -> x_h"],
-                               what=f"DPI for {', '.join(KINDS)} on every h' < h, h' != pa(h)", numbers=numbers)
+                      note=f"over {n_pairs} (tree, h, h') triples: a sample maximum, only a lower bound on the "
+                           "supremum") for k in KINDS]
+    res = summarize_instances("exact", checks, ["Markov chain x_h' -> x_pa(h) -> x_h"],
+                              what=f"DPI for {', '.join(KINDS)} on every h' < h, h' != pa(h)", numbers=numbers)
+    # Tightness is the lemma's: not under a user's prior (its draws are on trial) nor a broken mechanism (no Markov chain)
+    for kind in s["tight_kinds"] if ctx.prior is None and mechanism == "tree" else ():
+        report_tightness(ctx, res, tight_optima(ctx, _l2_ratio(kind, mechanism), sense="sup", purpose=f"W.L2/{kind}",
+                                                 describe=_l2_witness(kind, mechanism)),
+                         quantity=f"sup I_{kind}(x_h;x_h') / I_{kind}(x_h;x_pa)", parameter="min entry of pi",
+                         claimed=factor, name=f"dpi-{kind}",
+                         reading=f"tightness of the DPI for I_{kind}: the supremum of I(x_h;x_h') / I(x_h;x_pa) at each "
+                                 "floor on pi's entries (the DPI holds iff it is <= 1; W.L2 has no floor)",
+                         closer="it approaches 1 as the floor goes to 0 (a permutation pi keeps every bit): the DPI is "
+                                "tight")
+    return res
+
+
+def _l2_ratio(kind: str, mechanism: str):
+    """``I_kind(x_h; x_h') / I_kind(x_h; x_pa)`` on one pair; NaN (no value) below :data:`RATIO_FLOOR`."""
+    def value(pi, tree, h, hp, root):
+        P = _triple_joint(pi, tree, h, hp, root, mechanism)
+        i_hp, i_pa = mutual_information(P.sum(axis=1), kind), mutual_information(P.sum(axis=0), kind)
+        return i_hp / i_pa if i_pa > RATIO_FLOOR else float("nan")
+
+    return value
+
+
+def _l2_witness(kind: str, mechanism: str):
+    def describe(pi, tree, h, hp):
+        i_hp, i_pa = _dpi_values(_triple_joint(pi, tree, h, hp, default_root(pi), mechanism))[kind]
+        return {**_pair_record(pi, tree, h, hp), "kind": kind, "mechanism": mechanism,
+                f"I_{kind}(x_h; x_h')": i_hp, f"I_{kind}(x_h; x_pa)": i_pa,
+                "ratio": i_hp / i_pa if i_pa > 0 else float("nan")}
+
+    return describe
 
 
 def _w_l2_property(ctx: Context) -> TierResult:
@@ -105,9 +150,10 @@ def _w_l2_property(ctx: Context) -> TierResult:
         kind = draw(st.sampled_from(KINDS))
         return pi, tree, h, hp, kind
 
+    @per_case
     def values(case):
         pi, tree, h, hp, kind = case
-        return _dpi_values(_triple_joint(pi, tree, h, hp, default_root(pi)))[kind]
+        return _dpi_values(_triple_joint(pi, tree, h, hp, root_vector(pi)))[kind]
 
     def violates(case):
         i_hp, i_pa = values(case)
@@ -120,7 +166,12 @@ def _w_l2_property(ctx: Context) -> TierResult:
                 "root_law": _root_name(pi), f"I_{kind}(x_h; x_h')": i_hp, f"I_{kind}(x_h; x_pa)": i_pa,
                 "claimed": f"I(x_h; x_h') <= {factor} * I(x_h; x_pa)"}
 
-    return property_tier(ctx, cases(), violates, record, what="DPI on the tree")
+    def margin(case):  # factor - I(x_h;x_h')/I(x_h;x_pa): < 0 iff the DPI is violated
+        i_hp, i_pa = values(case)
+        return factor - i_hp / i_pa if i_pa > RATIO_FLOOR else factor
+
+    return property_tier(ctx, cases(), violates, record, what="DPI on the tree", margin=margin,
+                         polish=w_polish(0.0))
 
 
 def _root_name(pi) -> str:
@@ -249,8 +300,10 @@ def _w_l3_exact(ctx: Context) -> TierResult:
     valid = [c for c in checks if c.record["gamma"] > 0 and c.record["delta"] > 0]
     numbers = [Number("max ratio I(x_h;x_h')/I(x_h;x_pa)", max(c.record["ratio"] for c in checks),
                       tolerance=ROUNDOFF, note=f"over {len(checks)} pairs"),
-               Number("max ratio / bound (1 = the bound is tight)",
-                      max((c.record["ratio"] / c.record["claimed bound"] for c in valid), default=0.0)),
+               Number("max ratio / bound over the sampled pairs",
+                      max((c.record["ratio"] / c.record["claimed bound"] for c in valid), default=0.0),
+                      note=f"a sample maximum over {len(valid)} pairs, only a lower bound on the supremum; the "
+                           "tightness rows give the optimum"),
                Number("pairs with ratio > Dobrushin(pa->h')", dob_viol, note="sharp SDPI (a finding)")]
     seen, tight = set(), []
     for c in sorted(checks, key=lambda c: c.record["claimed bound"] - c.record["ratio"]):
@@ -299,7 +352,114 @@ def _w_l3_exact(ctx: Context) -> TierResult:
     ax.set_title("W.L3: actual ratio vs bound")
     ax.legend(fontsize=7)
     res.figures.append(ctx.save_figure(fig, "ratio-vs-bound"))
+    if ctx.prior is not None:  # a user's prior is judged on its own draws; the optimiser would leave them
+        return res
+    _report_bracket_tightness(ctx, res)
+    report_tightness(ctx, res, tight_optima(ctx, _l3_ratio_to_bound(ctx.params), sense="sup", purpose="W.L3",
+                                             describe=_l3_witness(ctx.params)),
+                     quantity="sup I(x_h;x_h') / ((1 - delta*gamma) I(x_h;x_pa))", parameter="min entry of pi",
+                     claimed=1.0, name="ratio-to-bound",
+                     reading="tightness: how close I(x_h;x_h') / I(x_h;x_pa) comes to W's bound 1 - delta*gamma "
+                             "(supremum of ratio / bound at each floor on pi's entries; 1 = tight)",
+                     closer="the supremum approaches 1 as the floor goes to 0: W's bound is tight at the boundary of "
+                            "its assumptions")
     return res
+
+
+# ------------------------------------------------ tightness of the bracket eta_chi2 <= eta_KL <= eta_TV --
+def _channel_and_input(d: int, z, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(K, p)`` from ``d*d + d`` reals: ``K = floored_rows(z[:d*d], d, floor)`` (every entry >= floor),
+    ``p = softmax(z[d*d:])`` (any input law with full support; logits clipped to +-60)."""
+    z = np.asarray(z, dtype=np.float64)
+    K = floored_rows(z[:d * d], d, floor)
+    logits = np.clip(z[d * d:], -60.0, 60.0)
+    p = np.exp(logits - logits.max())
+    return K, p / p.sum()
+
+
+def _bracket_ratio(end: str, K, p) -> float:
+    """``eta_chi2(K, p) / dobrushin(K)`` (``end="chi2"``) or ``eta_kl(K, p).lower / dobrushin(K)``
+    (``end="kl"``; no random restarts: its singular-direction and vertex starts only) for one channel
+    and input law; <= 1 is the upper end of the bracket. NaN when Dobrushin is 0 (identical rows)."""
+    dob = dobrushin(K)
+    if dob <= 1e-12:
+        return float("nan")
+    return (eta_chi2(K, p) if end == "chi2" else eta_kl(K, p, restarts=0).lower) / dob
+
+
+def _bracket_witness(K, p) -> dict:
+    ekl = eta_kl(K, p, restarts=0)
+    return {"K": K.tolist(), "p": p.tolist(), "d": int(K.shape[0]), "dobrushin(K)": dobrushin(K),
+            "eta_chi2(K, p)": eta_chi2(K, p), "eta_KL(K, p) lower": ekl.lower, "eta_KL(K, p) upper": ekl.upper}
+
+
+def _bracket_optima(ctx: Context, end: str, start_from: list[Tightness] | None = None) -> list[Tightness]:
+    """The supremum of :func:`_bracket_ratio` over channels ``K`` (d in ``tight_dims``, every entry >=
+    each floor of ``tight_levels``) and input laws ``p``, by :func:`sim.tightness.optimise` over
+    :func:`_channel_and_input`. ``chi2``: ``tight_starts`` random starts (standard-normal logits times 2,
+    the dimensions in turn) of ``tight_budget`` evaluations, plus the previous floor's optimum. ``kl``
+    (each evaluation runs :func:`theory.eta_kl`'s own search): only from the chi2 optimum of the same
+    floor (``start_from``), ``bracket_kl_budget`` evaluations; since ``eta_KL >= eta_chi2`` it is never
+    below the chi2 table."""
+    s = ctx.settings
+    table = []
+    for k, floor in enumerate(s["tight_levels"]):
+        turn = itertools.count()
+
+        def sampler(rng, turn=turn):
+            d = s["tight_dims"][next(turn) % len(s["tight_dims"])]
+            return d, 2.0 * rng.standard_normal(d * d + d)
+
+        def lift(t: Tightness, floor=floor):  # an optimum found at a floor >= this one is feasible here
+            K, p = t.point
+            return K.shape[0], np.concatenate([floored_rows_inverse(K, floor), np.log(np.maximum(p, 1e-300))])
+
+        if end == "kl":
+            initial, starts, budget = [lift(start_from[k])], 0, int(s["bracket_kl_budget"])
+        else:
+            initial, starts, budget = [lift(table[-1])] if table else [], int(s["tight_starts"]), int(s["tight_budget"])
+        table.append(optimise(lambda x: _bracket_ratio(end, *x), sampler,
+                              lambda d, z, floor=floor: _channel_and_input(d, z, floor), sense="sup", starts=starts,
+                              budget=budget, seed=ctx.seed_for(f"tightness/bracket-{end}/{k}"),
+                              describe=lambda x: _bracket_witness(*x), level={"min entry of K": floor},
+                              initial=initial))
+    return table
+
+
+def _report_bracket_tightness(ctx: Context, res: TierResult) -> None:
+    """How tight the upper end of ``eta_chi2(K, p) <= eta_KL(K, p) <= dobrushin(K)`` (the bracket W.L3's
+    contraction numbers come from) is: :func:`_bracket_optima` for both ends, by :func:`report_tightness`."""
+    chi2 = _bracket_optima(ctx, "chi2")
+    for end, table, name in (("chi2", chi2, "eta_chi2(K,p)"), ("kl", _bracket_optima(ctx, "kl", chi2),
+                                                                "eta_KL(K,p) lower")):
+        report_tightness(ctx, res, table, quantity=f"sup {name} / dobrushin(K)", parameter="min entry of K",
+                         claimed=1.0, name=f"bracket-{end}",
+                         reading=f"tightness of the bracket's upper end: the supremum of {name} / dobrushin(K) over "
+                                 "channels K and input laws p at each floor on K's entries (the bracket holds iff it "
+                                 "is <= 1)" + ("; eta_KL has no closed form: its lower end, the best KL ratio found"
+                                               if end == "kl" else ""),
+                         closer="it approaches 1 as the floor goes to 0 (binary symmetric channel with crossover e "
+                                "and uniform p: (1 - 2e)^2 / |1 - 2e|): Dobrushin's end of the bracket is tight")
+
+
+def _l3_ratio_to_bound(params):
+    """``I(x_h;x_h') / (bound(delta, gamma) I(x_h;x_pa))`` on one pair: <= 1 is W Lemma 3. NaN (no
+    value) where I(x_h;x_pa) <= :data:`RATIO_FLOOR`, since there the ratio is mostly round-off."""
+    def value(pi, tree, h, hp, root):
+        i_hp, i_pa, gamma, delta = _sdpi_terms(pi, tree, h, hp, root)
+        return i_hp / (params["bound"](delta, gamma) * i_pa) if i_pa > RATIO_FLOOR else float("nan")
+
+    return value
+
+
+def _l3_witness(params):
+    def describe(pi, tree, h, hp):
+        i_hp, i_pa, gamma, delta = _sdpi_terms(pi, tree, h, hp, default_root(pi))
+        bound = params["bound"](delta, gamma)
+        return {**_pair_record(pi, tree, h, hp), "gamma": gamma, "delta": delta, "I(x_h; x_h')": i_hp,
+                "I(x_h; x_pa)": i_pa, "ratio": i_hp / i_pa, "bound": bound, "ratio / bound": i_hp / i_pa / bound}
+
+    return describe
 
 
 def _ratio_roundoff(i_pa: float) -> float:
@@ -324,9 +484,10 @@ def _w_l3_property(ctx: Context) -> TierResult:
         hp = draw(st.integers(0, h - 1).filter(lambda j: j != tree.parent(h)))
         return pi, tree, h, hp
 
+    @per_case
     def terms(case):
         pi, tree, h, hp = case
-        return _sdpi_terms(pi, tree, h, hp, default_root(pi))
+        return _sdpi_terms(pi, tree, h, hp, root_vector(pi))
 
     def violates(case):  # on assumption-breaking draws (a user's prior) this tests strict contraction
         return _sdpi_check(ctx.params, *terms(case))[0] is Outcome.VIOLATED
@@ -342,8 +503,13 @@ def _w_l3_property(ctx: Context) -> TierResult:
                 "parent": tree.parent(h), "h_prime": hp, "gamma": gamma, "delta": delta, "I(x_h; x_h')": i_hp,
                 "I(x_h; x_pa)": i_pa, "claimed bound": ctx.params["bound"](delta, gamma)}
 
+    def margin(case):  # alpha - I(x_h;x_h')/I(x_h;x_pa): < 0 iff the bound is violated
+        i_hp, i_pa, gamma, delta = terms(case)
+        alpha = ctx.params["bound"](delta, gamma) if gamma > 0 and delta > 0 else 1.0
+        return alpha - i_hp / i_pa if i_pa > RATIO_FLOOR else alpha
+
     return property_tier(ctx, cases(), violates, record, what="strong DPI with alpha = 1 - delta*gamma",
-                         assumptions_of=assumptions_of)
+                         assumptions_of=assumptions_of, margin=margin, polish=w_polish(s["polish_floor"]))
 
 
 W_L3 = Claim(
@@ -423,6 +589,15 @@ def _w_l4_exact(ctx: Context) -> TierResult:
                             "gamma": gamma, "delta": delta}))
     res = summarize_instances("exact", checks, _L4_ASSUMPTIONS,
                               what="E[log pi(x_h|x_pa)] > E[log pi(x_h|x_h')] (strict)")
+    if ctx.prior is None:  # a user's prior is judged on its own draws; the optimiser would leave them
+        report_tightness(ctx, res, tight_optima(ctx, _l4_relative_gap(ctx.params), sense="inf", purpose="W.L4",
+                                                 describe=_l4_witness(ctx.params)),
+                         quantity="inf (E log pi(x_h|x_pa) - E log pi(x_h|x_h')) / I(x_h;x_pa)",
+                         parameter="min entry of pi", claimed=0.0, name="relative-gap",
+                         reading="tightness of the strict gap: the infimum of the gap relative to I(x_h;x_pa) at each "
+                                 "floor on pi's entries (the lemma holds iff it is > 0; W.L3 puts it at >= delta*gamma, "
+                                 "since the gap is >= I(x_h;x_pa) - I(x_h;x_h'))",
+                         closer="it goes to 0 with the floor: no fixed fraction of I(x_h;x_pa) survives at the boundary")
     res.findings.append(_literal_all_positions(ctx, s))
     # Outside W's setting: the non-strict form for every pi, zeros included (sparse Dirichlet rows, no floor).
     n_bad, n_eq, n_all, worst = 0, 0, 0, None
@@ -447,6 +622,26 @@ def _w_l4_exact(ctx: Context) -> TierResult:
                  Number("pairs with exact equality (non-strict reading)", n_eq, n=n_all)),
         counterexample=None if worst is None else worst[1]))
     return res
+
+
+def _l4_relative_gap(params):
+    """``(E log pi(x_h|x_pa) - E log pi(x_h|x_h') - shift) / I(x_h; x_pa)`` on one pair: > 0 is W Lemma 4.
+    NaN (no value) where I(x_h;x_pa) <= :data:`RATIO_FLOOR`, since there the quotient is mostly round-off."""
+    def value(pi, tree, h, hp, root):
+        diff, i_pa, _, _ = _l4_terms(pi, tree, h, hp, root)
+        return (diff - params["shift"]) / i_pa if i_pa > RATIO_FLOOR else float("nan")
+
+    return value
+
+
+def _l4_witness(params):
+    def describe(pi, tree, h, hp):
+        diff, i_pa, gamma, delta = _l4_terms(pi, tree, h, hp, default_root(pi))
+        return {**_pair_record(pi, tree, h, hp), "gamma": gamma, "delta": delta,
+                "E log pi(x_h|x_pa) - E log pi(x_h|x_h')": diff, "I(x_h; x_pa)": i_pa,
+                "relative gap": (diff - params["shift"]) / i_pa}
+
+    return describe
 
 
 def _literal_all_positions(ctx: Context, s) -> Finding:
@@ -497,24 +692,35 @@ def _w_l4_property(ctx: Context) -> TierResult:
         hp = draw(st.integers(0, h - 1).filter(lambda j: j != tree.parent(h)))
         return pi, tree, h, hp
 
-    def violates(case):
+    @per_case
+    def terms(case):
         pi, tree, h, hp = case
-        diff = _l4_terms(pi, tree, h, hp, default_root(pi))[0]
-        return _l4_outcome(ctx.params, diff, strict=True)[0] is Outcome.VIOLATED
+        return _l4_terms(pi, tree, h, hp, root_vector(pi))
+
+    def violates(case):
+        return _l4_outcome(ctx.params, terms(case)[0], strict=True)[0] is Outcome.VIOLATED
 
     def assumptions_of(case):
-        pi, tree, h, hp = case
-        _, i_pa, gamma, delta = _l4_terms(pi, tree, h, hp, default_root(pi))
+        _, i_pa, gamma, delta = terms(case)
         return {_L4_ASSUMPTIONS[0]: gamma > 0, _L4_ASSUMPTIONS[1]: delta > 0, _L4_ASSUMPTIONS[2]: i_pa > 1e-12}
 
     def record(case):
         pi, tree, h, hp = case
-        diff, i_pa, gamma, delta = _l4_terms(pi, tree, h, hp, default_root(pi))
+        diff, i_pa, gamma, delta = terms(case)
         return {"pi": record_matrix(pi), "parents": tree.parents.tolist(), "root_law": _root_name(pi), "h": h,
                 "h_prime": hp, "E log pi(x_h|x_pa) - E log pi(x_h|x_h')": diff, "I(x_h; x_pa)": i_pa}
 
+    def margin(case):
+        """The gap relative to I(x_h;x_pa), < 0 iff violated. Below RATIO_FLOOR the relative gap is
+        round-off, so there the margin only keeps the sign: 1 if the gap holds, else the gap."""
+        diff, i_pa, _, _ = terms(case)
+        held = _l4_outcome(ctx.params, diff, strict=True)[1]
+        if i_pa > RATIO_FLOOR:
+            return held / i_pa
+        return 1.0 if held > 0 else held
+
     return property_tier(ctx, cases(), violates, record, what="strict expected log-likelihood gap",
-                         assumptions_of=assumptions_of)
+                         assumptions_of=assumptions_of, margin=margin, polish=w_polish(s["polish_floor"]))
 
 
 W_L4 = Claim(

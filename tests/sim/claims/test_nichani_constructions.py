@@ -16,12 +16,14 @@ from sim.claims.nichani.constructions import (
     sample_multiparent_prompts,
 )
 from sim.models import (
+    DisentangledTransformer,
     empirical_multiparent_estimator,
     empirical_transition_estimator,
     nichani_construction,
     nichani_construction_limit,
     nichani_multiparent_construction,
     nichani_multiparent_construction_limit,
+    to_disentangled,
 )
 from sim.runner import RunConfig, evaluate_claim
 from sim.verdict import FindingKind, Verdict
@@ -235,3 +237,21 @@ def test_multiparent_graphs_and_sampler():
     assert ok.mean() > 0.6  # the target's parent pair is seen earlier in most prompts
     with pytest.raises(ValueError, match="unknown"):
         multiparent_graph("star", 4)
+
+
+def _map_off_by(rel):
+    """The right map with its readout scaled by ``1 + rel``: outputs off by ``rel * |y|``, patterns exact."""
+    def fwd(model):
+        dis = to_disentangled(model)
+        return DisentangledTransformer(dis.S, dis.T, [A.detach() for A in dis.A], dis.W_O.detach() * (1 + rel))
+    return fwd
+
+
+def test_k7_tolerance_is_tied_to_roundoff_a_map_off_by_1e_9_relative_fails(tmp_path):
+    """EXACT_TOL (1e-10) separates float64 round-off (the right map agrees to < 1e-12) from a real error:
+    a readout off by 1e-9 relative (an output error of ~1e-9, far below 1e-7) FAILs, so a tolerance
+    widened 1000x would let it PASS."""
+    res = _run(get("N.K7").variant(to_disentangled=_map_off_by(1e-9)), tmp_path)
+    t = res.tiers[0]
+    assert t.verdict is Verdict.FAIL
+    assert 1e-10 < t.counterexample["max |difference| over all prompts"] < 1e-8

@@ -17,7 +17,7 @@ from .conftest import tier
 torch.set_num_threads(1)
 
 # N.E at the quick profile's sizes and recipe, chain graph only (as test_nichani_trained's E_SMALL).
-E_SMALL = {"S": 10, "T": 20, "seeds": 1, "graphs": ("chain",), "n_eval": 2048, "n_probe": 512, "n_bayes": 128,
+E_SMALL = {"tiers": ("trained",), "S": 10, "T": 20, "seeds": 1, "graphs": ("chain",), "n_eval": 2048, "n_probe": 512, "n_bayes": 128,
            "is_samples": 400, "adam_reading": False}
 K3_SMALL = {"dims": (2, 3), "T": 5, "graphs": ("chain", "icl"), "prior_specs": ((0.5, 0.3, 1), (50.0, 0.5, 1)),
             "mc_T": (8, 32), "mc_graphs": ("chain",), "mc_chunks": 10, "mc_chunk": 1000, "max_examples": 25,

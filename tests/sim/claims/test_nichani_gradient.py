@@ -67,6 +67,25 @@ def test_default_passes_and_reports_the_findings(tmp_path):
     assert res.headline.startswith("PASS")
 
 
+def test_gap_bound_tightness_and_closest_approach_are_reported(tmp_path):
+    """Issue 18: the exact tier reports inf gap / (gamma^3/(2S)) per floor with its witness and figure; the
+    property tier reports the closest approach of its climbing search."""
+    from sim.verdict import FindingKind
+
+    res = _run(get("N.K3"), tmp_path, tiers=("exact", "property"))
+    ex = _tier(res, "exact")
+    tight = next(f for f in ex.findings if f.kind is FindingKind.STRICTER)
+    assert tight.verdict is Verdict.PASS and all(n.value >= 1 for n in tight.numbers)
+    assert "upper bound on the infimum" in tight.numbers[0].note
+    w = tight.witness
+    assert w["gap / bound"] == pytest.approx(w["smallest gap"] / w["bound"]) and all(w["assumptions"].values())
+    assert any("tightness-gap-to-bound" in f for f in ex.figures)
+    prop = _tier(res, "property")
+    closest = next(n for n in prop.numbers if n.name.startswith("closest approach: smallest margin"))
+    headroom = next(n for n in prop.numbers if n.name.startswith("headroom"))
+    assert closest.value >= 0 and closest.value <= headroom.value - 1 + 1e-12  # polish only improves on the draws
+
+
 def test_a_wrong_signal_fails_the_identity(tmp_path, monkeypatch):
     """g with the parent's entry doubled (a wrong formula for g_{i,p(i)} = I_chi2) fails the exact tier."""
     from sim.claims.nichani import gradient

@@ -309,3 +309,17 @@ def test_bayes_loss_of_n_chain_task_agrees_with_an_independent_estimate(tmp_path
     ours = bayes_gap_richardson(x, n_graph("chain", T), N_ALPHA, S, 512, np.random.default_rng(3))["kl"]["richardson"]
     assert abs(ours.mean() - kl.mean()) <= 3 * _se(ours - kl), (ours.mean(), kl.mean(), _se(ours - kl))
     assert kl.mean() > 3 * _se(kl) and ours.mean() > 3 * _se(ours)
+
+
+@pytest.mark.parametrize("delta, outcome", [(1e-13, "held"), (1e-10, "violated")])
+def test_add_alpha_roundoff_floor_a_difference_of_1e_10_with_a_converged_quadrature_violates(delta, outcome):
+    """ROUNDOFF (1e-12) is the whole tolerance when the quadrature's error estimate is 0: add-alpha off
+    from the exact predictive by 1e-13 agrees, by 1e-10 differs (a floor widened 1000x would accept it)."""
+    from sim.claims.nichani.task import _add_alpha_check
+
+    est = np.array([[0.25, 0.75], [0.6, 0.4]])
+    aa = est + np.array([[delta, -delta], [0.0, 0.0]])
+    check = _add_alpha_check(None, (est, np.zeros(2), np.ones(2, dtype=bool)), aa, "stationary", "chain",
+                             np.array([-1, 0]), 2, 0.1, np.array([[0, 1], [1, 0]]), True, True, {"ok": True}, 0)
+    assert check.outcome.value == outcome
+    assert check.record["max |difference|"] == pytest.approx(delta, rel=1e-3)

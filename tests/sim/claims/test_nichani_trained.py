@@ -39,7 +39,7 @@ K1_SMALL = {"S": 5, "Ts": (8, 32, 128), "seeds": 1, "steps1": 150, "steps2": 150
 K4_SMALL = {**K1_SMALL, "n_ood": 2, "n_prompts_per_matrix": 1000, "n_boot": 100}
 # N.E at the quick profile's sizes and recipe on the chain graph alone (smaller S, T or Adam
 # recipes left the chain's first layer on the wrong key here). Not N's recipe: INCONCLUSIVE.
-E_SMALL = {"S": 10, "T": 20, "seeds": 1, "graphs": ("chain",), "n_eval": 2048, "n_probe": 512, "n_bayes": 128,
+E_SMALL = {"tiers": ("trained",), "S": 10, "T": 20, "seeds": 1, "graphs": ("chain",), "n_eval": 2048, "n_probe": 512, "n_bayes": 128,
            "is_samples": 400, "adam_reading": False}
 K9_SMALL = {"trained_S": 3, "trained_T": 8, "trained_seeds": 1, "trained_n_eval": 1024, "trained_n_probe": 512,
             "trained_recipe": {"optimizer": "adam", "lr": 0.05, "steps": 1000, "batch": 512, "init_scale": 0.1}}
@@ -69,6 +69,13 @@ def test_n_e_recipes_are_ns_algorithm_and_only_ns_recipe_decides():
         assert not is_n_recipe(experiments._e_recipe(N_E.settings[profile]))
     assert not is_n_recipe(dataclasses.replace(N_RECIPE, lr=20.0))
     assert not is_n_recipe(dataclasses.replace(N_RECIPE, steps=2000))
+
+
+def test_n_e_quick_says_up_front_that_the_paper_profile_decides(tmp_path):
+    """quick cannot decide N.E (not N's recipe), so it does not run it and names the profile that does."""
+    res = evaluate_claim(N_E, RunConfig(profile="quick", seed=0), tmp_path)
+    assert res.verdict is Verdict.NOT_RUN and res.tiers == []
+    assert "paper profile" in res.note and f"{N_RECIPE.steps} steps" in res.note and "--profile paper" in res.note
 
 
 def test_n_primary_readings_cite_the_seed():

@@ -1,6 +1,7 @@
 """W.L1 (BMA closed form) and W.P1 (column-shift invariance): pass, wrong variants FAIL with a
 counterexample, broken assumptions give ASSUMPTION_UNMET."""
 import numpy as np
+import pytest
 
 from sim.claims import get
 from sim.verdict import Verdict
@@ -81,3 +82,29 @@ def test_w_p1_continuous_inputs_break_the_assumption(run_claim):
     res = run_claim(get("W.P1"), tiers=("exact",), n_instances=50, inputs="continuous")
     assert res.verdict is Verdict.ASSUMPTION_UNMET
     assert "looks necessary" in res.tiers[0].conclusion_without_assumptions
+
+
+def _off_by(delta):
+    """The true closed form with ``delta`` moved from the largest posterior entry to the next one
+    (still a probability vector): an error of exactly ``delta`` wherever ``h >= 2``."""
+    def closed(context, pi, h):
+        p = bma_posterior(context, pi, h).copy()
+        i = int(np.argmax(p))
+        p[i] -= delta
+        p[(i + 1) % h] += delta
+        return p
+    return closed
+
+
+def test_w_l1_tolerance_is_tied_to_roundoff_a_closed_form_off_by_3e_10_fails(run_claim):
+    """BMA_TOL (1e-10) sits between round-off and a real error: the true closed form agrees with
+    brute-force Bayes to ~1e-15, a closed form off by 3e-11 still PASSes, one off by 3e-10 FAILs
+    (a tolerance widened 1000x would let it PASS)."""
+    settings = dict(SMALL_L1, n_matrices=1, L=(2,))
+    res = run_claim(get("W.L1"), tiers=("exact",), **settings)
+    assert res.verdict is Verdict.PASS and res.tiers[0].numbers[0].value < 1e-13
+    assert run_claim(get("W.L1").variant(closed_form=_off_by(3e-11)), tiers=("exact",), **settings).verdict \
+        is Verdict.PASS
+    res = run_claim(get("W.L1").variant(closed_form=_off_by(3e-10)), tiers=("exact",), **settings)
+    assert res.verdict is Verdict.FAIL
+    assert res.tiers[0].counterexample["max_abs_diff"] == pytest.approx(3e-10, rel=1e-3)

@@ -118,3 +118,18 @@ def test_decide_gap_catches_a_selector_that_stops_learning():
     assert dec["outcome"] is Outcome.VIOLATED and dec["shrink"].value < 0, dec["line"]
     bilinear = {L: accuracy(lambda y, h: bilinear_logits(y, A, h), L) for L in Ls}
     assert decide_gap(bma, bilinear, 0, 3.0)["outcome"] is Outcome.HELD  # W's bilinear score W = A: the gap closes
+
+
+@pytest.mark.parametrize("rel, verdict", [(1e-12, Verdict.PASS), (3e-8, Verdict.FAIL)])
+def test_identity_tolerance_is_tied_to_roundoff_a_c2_off_by_3e_8_relative_fails(run, rel, verdict):
+    """IDENTITY_RTOL (1e-9, relative to the logit scale) separates round-off from a real error: c2 off by
+    1e-12 relative still PASSes, off by 3e-8 (a relative spread of ~1e-8, far below 1e-6) FAILs, so a
+    tolerance widened 1000x would let it PASS."""
+    from sim.claims.wei.continuous import IDENTITY_RTOL
+
+    c2 = W_P2.params["c2"]
+    res = run(W_P2.variant(c2=lambda rho: c2(rho) * (1 + rel)), tiers=("exact",))
+    t = res.tiers[0]
+    assert t.verdict is verdict, t.summary
+    if verdict is Verdict.FAIL:
+        assert IDENTITY_RTOL < t.numbers[0].value < 1e-7

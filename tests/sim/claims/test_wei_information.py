@@ -1,11 +1,12 @@
 """W.L2 (DPI), W.L3 (strong DPI), W.L4 (expected log-likelihood): pass, wrong variants FAIL with a
 counterexample, broken assumptions give ASSUMPTION_UNMET and say whether the conclusion held."""
 import numpy as np
+import pytest
 
 from sim.claims import get
 from sim.priors import Point
 from sim.verdict import FindingKind, Verdict
-from theory import mutual_information, pairwise_joint
+from theory import dobrushin, eta_chi2, mutual_information, pairwise_joint
 
 SMALL = dict(n_matrices=2, dims=(2, 3), H=6, max_d=3, max_H=6, max_examples=40)
 SWAP = Point([[0.0, 1.0], [1.0, 0.0]])  # gamma = 0: every token is a function of the root
@@ -39,10 +40,86 @@ def test_w_l3_passes_and_reports_contraction_coefficients(run_claim):
     names = [n.name for n in exact.numbers]
     assert any("eta_chi2" in n for n in names) and any("Dobrushin" in n for n in names)
     # the sharp SDPI (ratio <= Dobrushin of the channel pa -> h') and the per-position delta are stricter
-    # readings than W's: findings, both PASS here
-    assert [(f.kind, f.verdict) for f in exact.findings] == [(FindingKind.STRICTER, Verdict.PASS)] * 2
+    # readings than W's: findings, both PASS here; then the tightness of the contraction bracket (two
+    # ends) and of W's bound
+    assert [(f.kind, f.verdict) for f in exact.findings] == [(FindingKind.STRICTER, Verdict.PASS)] * 5
     assert "Dobrushin" in exact.findings[0].reading and exact.readings == []
     assert exact.figures
+
+
+def test_w_l3_reports_how_tight_the_contraction_bracket_is(run_claim):
+    """Issue 18: sup over channels K (d = 2, 3, min entry >= floor) and inputs p of eta_chi2 / Dobrushin and of
+    eta_KL's lower end / Dobrushin, by optimisation. The binary symmetric channel at the floor with uniform p
+    gives 1 - 2 floor, so the optimum is at least that; the bracket makes it at most 1; eta_KL >= eta_chi2."""
+    exact = run_claim(get("W.L3"), tiers=("exact",), **SMALL).tiers[0]
+    rows = {end: {n.name.rsplit(" at min entry of K ", 1)[1]: n for n in exact.numbers
+                  if n.name.startswith(f"tightness: sup {end}")} for end in ("eta_chi2", "eta_KL")}
+    for end, table in rows.items():
+        assert set(table) == {"0.05", "0.01", "0.001"}, end
+        for floor, n in table.items():
+            assert 1 - 2 * float(floor) - 1e-6 <= n.value <= 1 + 1e-12, (end, floor, n.value)
+            assert "a lower bound on the supremum" in n.note and '"K"' in n.note and '"p"' in n.note
+        assert table["0.001"].value > 0.99
+    for floor in rows["eta_chi2"]:
+        assert rows["eta_KL"][floor].value >= rows["eta_chi2"][floor].value - 1e-12
+    bracket = [f for f in exact.findings if "bracket" in f.reading]
+    assert [(f.kind, f.verdict) for f in bracket] == [(FindingKind.STRICTER, Verdict.PASS)] * 2
+    w = bracket[0].witness  # re-check by hand with theory's functions
+    K, p = np.array(w["K"]), np.array(w["p"])
+    assert K.min() >= 0.001 - 1e-12 and w["level"] == {"min entry of K": 0.001}
+    assert eta_chi2(K, p) / dobrushin(K) == pytest.approx(w["value"], rel=1e-9)
+    assert sum("tightness-bracket" in f for f in exact.figures) == 2
+
+
+def test_w_l3_tightness_reaches_the_bound_at_the_boundary_with_its_witness(run_claim):
+    """Issue 18: the supremum of ratio / (1 - delta*gamma), found by optimisation from random starts,
+    is >= 0.94 at min pi >= 0.01 and >= 0.99 at min pi >= 0.001 (W.L3 is tight, not loose)."""
+    res = run_claim(get("W.L3"), tiers=("exact",), **SMALL)
+    exact = res.tiers[0]
+    best = {n.name.rsplit(" at min entry of pi ", 1)[1]: n for n in exact.numbers
+            if n.name.startswith("tightness: sup I(x_h;x_h')")}
+    assert set(best) == {"0.05", "0.01", "0.001"}
+    assert best["0.01"].value >= 0.94 and best["0.001"].value >= 0.99
+    assert "a lower bound on the supremum" in best["0.001"].note
+    sample = next(n for n in exact.numbers if n.name == "max ratio / bound over the sampled pairs")
+    assert "lower bound on the supremum" in sample.note and sample.value < best["0.05"].value
+    tight = exact.findings[-1]
+    assert tight.reading.startswith("tightness") and tight.witness["level"] == {"min entry of pi": 0.001}
+    w = tight.witness
+    pi = np.array(w["pi"])
+    # the witness re-checks by hand: its own ratio and bound, at the floor
+    assert pi.min() == pytest.approx(0.001, abs=1e-6) and w["ratio / bound"] >= 0.99
+    assert w["ratio"] == pytest.approx(w["I(x_h; x_h')"] / w["I(x_h; x_pa)"])
+    assert w["bound"] == pytest.approx(1 - w["delta"] * w["gamma"]) and w["h_prime"] != w["parent"]
+    assert any("tightness-ratio-to-bound" in f for f in exact.figures)
+
+
+def test_w_l3_a_bound_below_the_supremum_fails_the_exact_tier_through_its_optimum(run_claim):
+    """0.9 (1 - delta*gamma) holds on every sampled pair (their ratio / bound stays below 0.4) but not at the
+    optimum: the tightness optimisation FAILs the exact tier with the optimum as counterexample."""
+    res = run_claim(get("W.L3").variant(bound=lambda delta, gamma: 0.9 * (1 - delta * gamma)), tiers=("exact",),
+                    **SMALL)
+    exact = res.tiers[0]
+    assert exact.verdict is Verdict.FAIL and "tightness optimisation" in exact.counterexample["found by"]
+
+
+def test_w_l2_and_w_l4_report_their_tightness(run_claim):
+    l2 = run_claim(get("W.L2"), tiers=("exact",), **SMALL).tiers[0]
+    kl = next(f for f in l2.findings if "I_kl" in f.reading)
+    assert kl.verdict is Verdict.PASS and kl.numbers[-1].value > 0.98  # the DPI is tight (permutations)
+    assert sum("tightness-dpi" in f for f in l2.figures) == 2
+    l4 = run_claim(get("W.L4"), tiers=("exact",), **SMALL).tiers[0]
+    gap = next(f for f in l4.findings if f.reading.startswith("tightness"))
+    values = [n.value for n in gap.numbers]
+    assert gap.verdict is Verdict.PASS and all(v > 0 for v in values) and values[-1] < 0.05
+    assert "upper bound on the infimum" in gap.numbers[0].note
+
+
+def test_w_l2_w_l4_property_tiers_report_the_closest_approach(run_claim):
+    for cid in ("W.L2", "W.L4"):
+        prop = run_claim(get(cid), tiers=("property",), **SMALL).tiers[0]
+        closest = next(n for n in prop.numbers if n.name.startswith("closest approach: smallest margin"))
+        assert prop.verdict is Verdict.PASS and 0 <= closest.value < 0.05, (cid, closest)
 
 
 def test_w_l3_tripled_constant_is_caught(run_claim):
@@ -67,7 +144,7 @@ def test_w_l4_passes_and_reports_the_other_readings_as_findings(run_claim):
     assert res.verdict is Verdict.PASS
     exact = next(t for t in res.tiers if t.tier == "exact")
     kinds = {f.kind: f for f in exact.findings}
-    assert set(kinds) == {FindingKind.LITERAL, FindingKind.OUTSIDE}
+    assert set(kinds) == {FindingKind.LITERAL, FindingKind.OUTSIDE, FindingKind.STRICTER}  # stricter: tightness
     assert kinds[FindingKind.OUTSIDE].verdict is Verdict.PASS  # non-strict for every pi, zeros included
 
 

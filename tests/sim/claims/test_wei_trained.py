@@ -333,6 +333,59 @@ def test_w_p2_deciding_check_passes_the_bilinear_mechanism_and_fails_wrong_ones(
     assert decide_w_p2_trained(gaps["bma"], seeds, 3.0)[0] is Outcome.VIOLATED
 
 
+def test_w_p2_loss_gap_closed_tells_a_trained_bilinear_layer_from_an_init():
+    """loss_gap_closed: W's best bilinear layer 2 (exact copies) closes most of the gap from the
+    structure-blind loss to the Bayes loss on its own task; the recipe's init closes about none."""
+    from sim.claims.wei.continuous import orthogonal_matrix
+    from sim.claims.wei.continuous_trained import TRAINED_FRACTION, loss_gap_closed
+    from sim.claims.wei.training import WRecipe, init_wei_model
+    from sim.models import WeiContinuous
+    from sim.train import make_generator
+
+    d, H, L, rho = 3, 6, 16, 0.8
+    A = orthogonal_matrix(np.random.default_rng(3), d)
+    A_t = torch.as_tensor(A, dtype=torch.float32)
+    x, _ = ContinuousTask(A, rho, L, H).draw(make_generator(5), 2000)
+    beta, c1 = 12.0, rho / (1 - rho ** 2)
+    w_H = torch.full((L, 2 * H - 1), -beta)
+    w_H[:, H - 1] = beta
+    w_L = torch.full((L, L), -beta)
+    w_L.fill_diagonal_(beta)
+    bilinear = WeiContinuous(w_H, w_L, torch.block_diag(*([c1 * A_t] * L)), rho * A_t)
+    f, se = loss_gap_closed(bilinear, x, A_t, rho)
+    assert f - 3 * se > 0.8 and se > 0
+    init = init_wei_model(d, L, H, WRecipe(), generator=make_generator(7), continuous=True)
+    f0, se0 = loss_gap_closed(init, x, A_t, rho)
+    assert f0 + 3 * se0 < TRAINED_FRACTION
+
+
+def test_w_p2_trained_tier_leaves_out_a_run_that_did_not_train(run_claim, monkeypatch):
+    """A seed whose run closed little of its loss gap leaves the decision (it is counted and named),
+    and the tier still decides on the others; when most runs are stuck, it is INCONCLUSIVE."""
+    import sim.claims.wei.continuous_trained as ct
+
+    real, first = ct.loss_gap_closed, []
+
+    def first_seed_stuck(model, x, A_t, rho):  # seed 0's two models (L = 1, 16), the same at every look
+        if len(first) < 2 and model not in first:
+            first.append(model)
+        return (0.1, 0.01) if any(model is m for m in first) else real(model, x, A_t, rho)
+
+    monkeypatch.setattr(ct, "loss_gap_closed", first_seed_stuck)
+    one_look = {**P2_SMALL, "trained_seeds_start": P2_SMALL["trained_seeds"]}
+    res = run_claim(_p2_claim(), **one_look)
+    t = tier(res, "trained")
+    stuck = next(n for n in t.numbers if n.name.startswith("training runs that did not train"))
+    assert stuck.value == 2 and stuck.n == 10 and "left the decision" in stuck.note
+    assert "1 of 5 seeds left out" in t.summary and res.verdict is Verdict.PASS, t.summary
+    gap = next(n for n in t.numbers if n.name.startswith("accuracy gap"))
+    assert gap.n == 4
+
+    monkeypatch.setattr(ct, "loss_gap_closed", lambda *a: (0.1, 0.01))
+    res = run_claim(_p2_claim(), **{**one_look, "trained_steps1": 20, "trained_steps2": 20})
+    assert res.verdict is Verdict.INCONCLUSIVE and "a recipe that trains" in tier(res, "trained").budget
+
+
 def test_w_p2_trained_tier_non_orthogonal_A_is_assumption_unmet(run_claim):
     res = run_claim(_p2_claim(), A_kind="nonorthogonal", **{**P2_SMALL, "trained_steps1": 40, "trained_steps2": 40})
     t = tier(res, "trained")
