@@ -23,6 +23,7 @@ labelled so wherever it is reported.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Tightness", "Polish", "NoFiniteValue", "optimise", "floored_rows", "floored_rows_inverse", "positive_stationary",
+__all__ = ["Tightness", "Polish", "NoFiniteValue", "optimise", "starts_by_dimension", "floored_rows", "floored_rows_inverse", "positive_stationary",
            "report_tightness", "label_for", "EXACT_LABEL", "SUP_LABEL", "INF_LABEL"]
 
 SUP_LABEL = "best found by optimisation (a lower bound on the supremum)"
@@ -82,6 +83,20 @@ def floored_rows(z, d: int, floor: float) -> np.ndarray:
     z = np.clip(np.asarray(z, dtype=np.float64).reshape(d, d), -_LOGIT_BOUND, _LOGIT_BOUND)
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return floor + (1.0 - d * floor) * e / e.sum(axis=1, keepdims=True)
+
+
+def starts_by_dimension(cases_by_dim: dict) -> Callable[[np.random.Generator], tuple[Any, np.ndarray]]:
+    """A start sampler for :func:`optimise` over matrices of several sizes: each call takes the next
+    dimension of ``cases_by_dim`` (``{d: [case, ...]}``, each case's first entry ``d``) in turn, so
+    every size is searched, a random case of it, and ``d*d`` standard-normal logits times 2."""
+    dims, turn = list(cases_by_dim), itertools.count()
+
+    def sample(rng):
+        pool = cases_by_dim[dims[next(turn) % len(dims)]]
+        case = pool[int(rng.integers(len(pool)))]
+        return case, 2.0 * rng.standard_normal(case[0] ** 2)
+
+    return sample
 
 
 def floored_rows_inverse(pi, floor: float) -> np.ndarray:

@@ -72,3 +72,17 @@ def _outputs_parse_strictly(request):
             ET.parse(path)
         elif path.name == "report.html":
             ET.fromstring(path.read_text().split("\n", 1)[1])  # past the doctype line
+
+
+@pytest.fixture(autouse=True)
+def _claim_registry_restored():
+    """Claims a test registers (a plugin loaded through the CLI, ``register``) leave the registry
+    when it ends, so no other test sees them, whatever order xdist runs the tests in."""
+    import sim.claims as registry
+
+    saved = {name: dict(getattr(registry, name)) for name in ("_EXTRA", "_ORIGIN", "_DIGESTS")}
+    yield
+    for name, content in saved.items():
+        table = getattr(registry, name)
+        table.clear()
+        table.update(content)

@@ -32,7 +32,7 @@ from ...verdict import (Assumption, Control, Finding, FindingKind, Number, Outco
 from ..base import (Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, per_case, property_tier,
                     summarize_instances)
 from ..inputs import batch_chain_structure, record_matrix
-from ...tightness import Polish, floored_rows, floored_rows_inverse, optimise, report_tightness
+from ...tightness import Polish, floored_rows, floored_rows_inverse, optimise, report_tightness, starts_by_dimension
 from .constructions import _OneThread
 from .task import A_APERIODIC, A_IRREDUCIBLE, n_graph, replace_assumptions
 
@@ -629,13 +629,6 @@ def _k3_tightness(ctx: Context):
     by_dim = {S: [(S, par) for T in s["tight_T"] for par in _k3_forests(T)] for S in s["tight_dims"]}
     table = []
     for k, c in enumerate(s["tight_levels"]):
-        turn = itertools.count()
-
-        def sampler(rng, turn=turn):
-            cases = by_dim[s["tight_dims"][next(turn) % len(by_dim)]]
-            case = cases[int(rng.integers(len(cases)))]
-            return case, 2.0 * rng.standard_normal(case[0] ** 2)
-
         def project(case, z, c=c):
             S, par = case
             return _k3_prior(S, z, c / S), np.array(par)
@@ -653,7 +646,7 @@ def _k3_tightness(ctx: Context):
         previous = [] if not table or table[-1].level["S min pi"] < c else [
             ((table[-1].point[0].S, tuple(table[-1].point[1].tolist())),
              floored_rows_inverse(table[-1].point[0].base[0], c / table[-1].point[0].S))]
-        table.append(optimise(_k3_ratio(ctx.params), sampler, project, sense="inf", starts=int(s["tight_starts"]),
+        table.append(optimise(_k3_ratio(ctx.params), starts_by_dimension(by_dim), project, sense="inf", starts=int(s["tight_starts"]),
                               budget=int(s["tight_budget"]), seed=ctx.seed_for(f"tightness/{k}"), describe=describe,
                               level={"S min pi": c}, neighbours=lambda case: by_dim[case[0]], initial=previous))
     return table

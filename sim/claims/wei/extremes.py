@@ -3,15 +3,14 @@ pair of positions, transition matrices with a floor on their entries. Shared by 
 contraction bracket (:mod:`.information`) and W.T3 (:mod:`.dynamics`)."""
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from theory import CausalTree, stationary
 from theory.bma import recursive_trees
 from theory.information import KINDS
 
-from ...tightness import Polish, Tightness, floored_rows, floored_rows_inverse, optimise, positive_stationary
+from ...tightness import (Polish, Tightness, floored_rows, floored_rows_inverse, optimise, positive_stationary,
+                          starts_by_dimension)
 from ..base import Context
 from ..inputs import default_root
 
@@ -64,13 +63,6 @@ def tight_optima(ctx: Context, value, *, sense: str, purpose: str, describe, cas
 
     table = []
     for k, floor in enumerate(s["tight_levels"]):
-        turn = itertools.count()
-
-        def sampler(rng, turn=turn):
-            pool = by_dim[s["tight_dims"][next(turn) % len(by_dim)]]
-            case = pool[int(rng.integers(len(pool)))]
-            return case, 2.0 * rng.standard_normal(case[0] ** 2)
-
         def project(case, z, floor=floor):
             d, par, *positions = case
             return floored_rows(z, d, floor), CausalTree(np.array(par)), *positions
@@ -79,7 +71,7 @@ def tight_optima(ctx: Context, value, *, sense: str, purpose: str, describe, cas
         previous = [] if not table or table[-1].level["min entry of pi"] < floor else [
             ((table[-1].point[0].shape[0], tuple(table[-1].point[1].parents.tolist()), *table[-1].point[2:]),
              floored_rows_inverse(table[-1].point[0], floor))]
-        table.append(optimise(lambda x: value(*x, positive_stationary(x[0])), sampler, project, sense=sense,
+        table.append(optimise(lambda x: value(*x, positive_stationary(x[0])), starts_by_dimension(by_dim), project, sense=sense,
                               starts=int(s["tight_starts"]), budget=int(s["tight_budget"]),
                               seed=ctx.seed_for(f"tightness/{purpose}/{k}"), describe=lambda x: describe(*x),
                               level={"min entry of pi": floor}, neighbours=lambda case: by_dim[case[0]],
