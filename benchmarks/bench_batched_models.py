@@ -36,7 +36,7 @@ def _family(name: str, M: int):
     from sim.train import make_generator
 
     if name == "W":
-        from sim.claims.wei.training import WRecipe, WTask, init_wei_model
+        from sim.papers.wei.training import WRecipe, WTask, init_wei_model
 
         d, L, H, B = 5, 10, 10, 256
         pi = np.random.default_rng(0).dirichlet(np.ones(d), d)
@@ -45,9 +45,9 @@ def _family(name: str, M: int):
         gens = [make_generator(100 + k) for k in range(M)]
         return models, lambda k: task.draw(gens[k], B)[0], lambda m, x: m.loss(x)
     if name == "N reduced":
-        from sim.claims.nichani.task import n_graph
-        from sim.claims.nichani.training import Batch, NTask, reduced_loss, task_sampler
-        from sim.models import ReducedModel
+        from sim.papers.nichani.claims.task_laws import n_graph
+        from sim.papers.nichani.training import Batch, NTask, reduced_loss, task_sampler
+        from sim.papers.nichani.model import ReducedModel
 
         S, T = 10, 40
         task = NTask(S, T, tuple(n_graph("chain", T).tolist()))
@@ -64,19 +64,13 @@ def _family(name: str, M: int):
         return (models, lambda k: samplers[k](gens[k], next(steps[k]))[:2],
                 lambda m, b: reduced_loss(m, Batch(b[0], b[1], None)))
     if name == "Markov LM":
-        from sim.models.markov_lm import MarkovLM, MarkovLMConfig
+        from sim.papers.markov.model import MarkovLM, MarkovLMConfig
 
         # E.1's model and batch (C = 2 states, N = 100, width 16, two attention-only layers). The fused
-        # attention and loss nodes are custom autograd Functions without a vmap rule, so both sides run
-        # the plain modules: the comparison is on one code path, as for the other families.
+        # the plain model (its forward and loss; sim.papers.markov.fast's fused nodes are custom autograd
+        # Functions without a vmap rule): the comparison is on one code path, as for the other families.
         cfg = MarkovLMConfig(vocab=2, max_len=100, width=16, layers=2, heads=1, mlp=False)
-        models = []
-        for k in range(M):
-            m = MarkovLM(cfg, generator=make_generator(k))
-            m.fused_loss = m.fast_first_layer = False
-            for block in m.blocks:
-                block.fused = False
-            models.append(m)
+        models = [MarkovLM(cfg, generator=make_generator(k)) for k in range(M)]
         gens = [make_generator(100 + k) for k in range(M)]
         return (models, lambda k: torch.randint(0, 2, (64, 101), generator=gens[k]),
                 lambda m, x: m.loss(x[:, :-1], x[:, 1:]))

@@ -1,18 +1,17 @@
 """Time to the bigram stage on Edelman et al.'s main configuration, at one torch thread.
 
 Configuration (E's paper and published code, github.com/EzraEdelman/Evolution-of-Statistical-
-Induction-Heads; :data:`sim.claims.edelman._E_MAIN`): 2 states, a fresh chain per sequence
+Induction-Heads; :data:`sim.papers.markov.claims.edelman._E_MAIN`): 2 states, a fresh chain per sequence
 with Dirichlet(1) rows, block 100, 2 attention-only layers, 1 head, width 16, relative
 positions, AdamW lr 5e-4 (betas 0.9/0.95, weight decay 0.1), batch 64. Ours draws the first
 token from the stationary law (their helper draws it uniformly for fewer than 5 states, see
-:mod:`sim.markov_icl`) and trains without dropout (theirs: 0.1).
+:mod:`sim.papers.markov.task`) and trains without dropout (theirs: 0.1).
 
 The stage: KL(bigram || model) < KL(unigram || model) on 128 fresh out-of-distribution
 sequences, probed every 25 steps (probe time included). Wall time from a freshly built
 model (chains, evaluator and model construction included) to the first probe where it holds;
 importing torch and building the C cores (once per machine, cached) happen before the clock
-starts. Training uses :class:`sim.optim.FlatAdamW`, ``torch.optim.AdamW``'s update over one
-flat buffer.
+starts. Training uses ``torch.optim.AdamW`` (``foreach``).
 
 Two comparisons:
 
@@ -20,11 +19,11 @@ Two comparisons:
   thread; their code is not part of this project and is not run here). The target is a fifth of
   it. Seeds need very different numbers of steps (600 to 1,250 here), so every seed is a row and
   the summary row is the median over seeds, with the slowest seed named.
-* in the same process: a training step of the fast paths (token-only first layer, fused
-  attention sublayer, fused loss head) with the C cores of :mod:`sim.models.native`, the same
-  fast paths with their PyTorch cores (``ICL_VERIFY_NATIVE=0``), and the plain autograd
-  composition of the same model, in alternating rounds of 25 steps so that the machine's drift
-  hits all three alike.
+* in the same process: a training step of the accelerated paths
+  (:mod:`sim.papers.markov.fast`: token-only first layer, fused attention sublayer, fused loss
+  head) with the C cores of :mod:`sim.accel.native`, the same paths with their PyTorch cores
+  (``ICL_VERIFY_NATIVE=0``), and the plain model (``ICL_VERIFY_ACCEL=0``), in alternating rounds
+  of 25 steps so that the machine's drift hits all three alike.
 """
 from __future__ import annotations
 
@@ -35,12 +34,11 @@ import numpy as np
 import torch
 
 from benchmarks.bench_theory import BenchRow
-from sim.allocator import keep_freed_memory
-from sim.claims.edelman import _E_MAIN
-from sim.markov_icl import MarkovRunSpec, batch_sampler, train_markov
-from sim.models import native
-from sim.models.markov_lm import MarkovLM
-from sim.optim import FlatAdamW
+from sim.accel import native
+from sim.papers.markov.claims.edelman import _E_MAIN
+from sim.papers.markov.fast import eval_logits, training_loss
+from sim.papers.markov.model import MarkovLM
+from sim.papers.markov.task import MarkovRunSpec, batch_sampler, train_markov
 
 __all__ = ["REFERENCE_STEPS", "REFERENCE_S", "SEEDS", "VARIANTS", "time_to_bigram", "step_times", "run"]
 
@@ -68,37 +66,35 @@ def time_to_bigram(seed: int = 0, *, steps: int = 4000, eval_every: int = 25) ->
             "kl_unigram": kl["unigram"][-1], "threads": rec["timing"]["torch_threads"]}
 
 
-#: the step variants step_times compares: (fast paths, C cores)
+#: the step variants step_times compares: (accelerated paths, C cores)
 VARIANTS = {"native": (True, True), "pytorch cores": (True, False), "plain": (False, False)}
 
 
-def _set_variant(model, variant: str) -> None:
+def _set_variant(variant: str) -> None:
     fast, native_on = VARIANTS[variant]
+    os.environ["ICL_VERIFY_ACCEL"] = "1" if fast else "0"
     os.environ["ICL_VERIFY_NATIVE"] = "1" if native_on else "0"
-    model.fast_first_layer = model.fused_loss = fast
-    for block in model.blocks:
-        block.fused = fast
 
 
 def step_times(seed: int = 0, *, rounds: int = 8, steps: int = 25) -> dict:
-    """Median ms per training step (batch sampling, forward, backward, FlatAdamW) of each of
+    """Median ms per training step (batch sampling, forward, backward, AdamW) of each of
     :data:`VARIANTS`, in alternating rounds on one model; and the largest difference of the
     logits of the fast paths (C cores) and the plain model on one batch after those steps."""
-    keep_freed_memory()
     _build_native_cores()
     spec = MarkovRunSpec.from_dict({**_E_MAIN, "seed": seed, "steps": 1, "threads": 1})
-    old_threads, old_native = torch.get_num_threads(), os.environ.get("ICL_VERIFY_NATIVE")
+    old_threads = torch.get_num_threads()
+    old_env = {v: os.environ.get(v) for v in ("ICL_VERIFY_ACCEL", "ICL_VERIFY_NATIVE")}
     torch.set_num_threads(1)
     try:
         sample = batch_sampler(spec)
         model = MarkovLM(spec.model_config(), generator=torch.Generator().manual_seed(seed))
         decayed, rest = model.decay_groups()
-        opt = FlatAdamW([{"params": decayed, "weight_decay": spec.weight_decay}, {"params": rest}], lr=spec.lr,
-                        betas=spec.betas)
+        opt = torch.optim.AdamW([{"params": decayed, "weight_decay": spec.weight_decay}, {"params": rest}],
+                                lr=spec.lr, betas=spec.betas, foreach=True)
 
         def step():
             x = torch.as_tensor(sample())
-            loss = model.loss(x[:, :-1], x[:, 1:])
+            loss = training_loss(model, x[:, :-1], x[:, 1:])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -108,7 +104,7 @@ def step_times(seed: int = 0, *, rounds: int = 8, steps: int = 25) -> dict:
         order = list(VARIANTS)
         for r in range(rounds):
             for variant in order[r % 3:] + order[:r % 3]:  # rotate who goes first
-                _set_variant(model, variant)
+                _set_variant(variant)
                 step()  # warm
                 t0 = time.perf_counter()
                 for _ in range(steps):
@@ -117,15 +113,16 @@ def step_times(seed: int = 0, *, rounds: int = 8, steps: int = 25) -> dict:
         x = torch.as_tensor(sample())[:, :-1]
         logits = {}
         for variant in ("native", "plain"):  # after training, away from the near-uniform start
-            _set_variant(model, variant)
+            _set_variant(variant)
             with torch.no_grad():
-                logits[variant] = model(x)
+                logits[variant] = eval_logits(model, x)
     finally:
         torch.set_num_threads(old_threads)
-        if old_native is None:
-            os.environ.pop("ICL_VERIFY_NATIVE", None)
-        else:
-            os.environ["ICL_VERIFY_NATIVE"] = old_native
+        for var, value in old_env.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
     med = {v: float(np.median(t)) for v, t in ms.items()}
     return {"ms": med, "ratio": float(np.median(np.array(ms["plain"]) / np.array(ms["native"]))),
             "logit_diff": float((logits["native"] - logits["plain"]).abs().max()), "steps": rounds * steps}

@@ -39,11 +39,12 @@ import time
 import numpy as np
 import torch
 
-from sim.claims.nichani.task import n_graph
-from sim.claims.nichani.training import (FAST_RECIPE, N_RECIPE, NTask, OneThread, Recipe, disentangled_loss,
+from sim.threads import torch_threads
+from sim.papers.nichani.claims.task_laws import n_graph
+from sim.papers.nichani.training import (FAST_RECIPE, N_RECIPE, NTask, Recipe, disentangled_loss,
                                          sample_task, train_disentangled)
-from sim.models.nichani import DisentangledTransformer
-from sim.probes.nichani import parent_probe
+from sim.papers.nichani.model import DisentangledTransformer
+from sim.papers.nichani.probes import parent_probe
 from sim.train import Stage, TrainConfig, train
 
 from .bench_theory import BenchRow, _best_of
@@ -83,7 +84,7 @@ def time_to_mechanism(task: NTask, recipe: Recipe, *, seed: int = 0, log_every: 
     if straightforward:
         model = DisentangledTransformer.init(task.S, task.T, [1, 1], device=device)
         cfg = TrainConfig(stages=(recipe.stage(),), seed=seed, log_every=log_every)
-        with OneThread():
+        with torch_threads(1):
             log = train(model, task.sampler(recipe.batch, seed=seed, device=device), cfg, device=device,
                         loss_fn=lambda m, b: m.loss(b.tokens, probs=b.probs), probes=probes, thresholds=thresholds,
                         stop_when_crossed=True)
@@ -105,7 +106,7 @@ def step_seconds(task: NTask, batch: int, n_steps: int, *, straightforward: bool
     cfg = TrainConfig(stages=(Stage(n_steps, N_RECIPE.lr, optimizer="sgd", schedule="constant"),), seed=seed,
                       log_every=n_steps)
     t0 = time.perf_counter()
-    with OneThread():
+    with torch_threads(1):
         train(model, task.sampler(batch, seed=seed, device=device), cfg, device=device, loss_fn=loss_fn)
     return (time.perf_counter() - t0) / n_steps
 

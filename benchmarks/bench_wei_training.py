@@ -111,7 +111,7 @@ def _device() -> str:
 
 def _setup(d, L, H, seed, device):
     from sim.claims.inputs import DEFAULT_W_PRIOR
-    from sim.claims.wei.training import WRecipe, WTask, init_wei_model
+    from sim.papers.wei.training import WRecipe, WTask, init_wei_model
     from sim.train import make_generator
 
     pi = DEFAULT_W_PRIOR.bind(d).sample(np.random.default_rng(seed), 1)[0]
@@ -161,7 +161,7 @@ def bench_time_to_mechanism(*, d=5, L=10, H=10, seed=0, threshold=0.9, log_every
     both models trained from the same init on the same batches (W.E1's stage 1)."""
     from dataclasses import replace
 
-    from sim.probes.wei import copier_probe
+    from sim.papers.wei.probes import copier_probe
     from sim.train import train
 
     device = _device()

@@ -33,12 +33,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy import stats as sstats
 
+from theory.markov import stationary_batch
 from theory import CausalTree
 
-from .claims.base import stable_hash
-from .montecarlo import mean_estimate, proportion_estimate
-from .priors import Prior, PriorError, parse_prior
-from .verdict import Number, to_jsonable
+from sim.seeds import derive_seed
+from sim.montecarlo import mean_estimate, proportion_estimate
+from sim.priors import Prior, PriorError, parse_prior
+from sim.verdict import Number, to_jsonable
 
 __all__ = [
     "AssumptionDef",
@@ -242,7 +243,7 @@ def parse_graph(text: str, default_T: int = 20) -> GraphInfo:
     """
     from theory.graphs import to_parents
 
-    from .graphs import GraphFileError, GraphSpecError, graph_from_spec
+    from sim.graphs import GraphFileError, GraphSpecError, graph_from_spec
 
     text = str(text).strip()
     try:
@@ -304,31 +305,6 @@ class _Stats:
     info: np.ndarray  # rows differ on the support of the root law
 
 
-def _stationary_positive(P: np.ndarray) -> np.ndarray:
-    """Stationary laws of a batch of irreducible (e.g. strictly positive) stochastic matrices, shape ``(n, d)``.
-
-    Grassmann-Taksar-Heyman state reduction (no subtractions, so accurate for tiny entries),
-    vectorised over the batch, states eliminated in the order ``theory.stationary`` uses.
-    """
-    n, d, _ = P.shape
-    idx = np.arange(n)
-    exit_prob = P.sum(axis=2) - np.einsum("kii->ki", P)
-    order = np.argsort(exit_prob, axis=1, kind="stable")  # (n, d)
-    A = P[idx[:, None, None], order[:, :, None], order[:, None, :]].copy()
-    for k in range(d - 1, 0, -1):
-        s = A[:, k, :k].sum(axis=1)  # (n,)
-        A[:, :k, k] /= s[:, None]
-        A[:, :k, :k] += A[:, :k, k][:, :, None] * A[:, k, :k][:, None, :]
-    x = np.zeros((n, d))
-    x[:, 0] = 1.0
-    for j in range(1, d):
-        x[:, j] = (x[:, :j] * A[:, :j, j]).sum(axis=1)
-    x /= x.sum(axis=1, keepdims=True)
-    out = np.empty_like(x)
-    out[idx[:, None], order] = x
-    return out
-
-
 def _reachability(P: np.ndarray) -> np.ndarray:
     """``R[k, i, j]``: state j is reachable from i (in zero or more steps) in draw k."""
     n, d, _ = P.shape
@@ -350,7 +326,7 @@ def _draw_stats(mats: np.ndarray, weights: np.ndarray, exact: bool) -> _Stats:
     mu = np.full((n, d), np.nan)
     pos = gamma > 0
     if pos.any():  # strictly positive draws: irreducible, aperiodic, mu unique and positive
-        mu[pos] = _stationary_positive(mats[pos])
+        mu[pos] = stationary_batch(mats[pos])
     zero_idx = np.flatnonzero(~pos)
     if zero_idx.size:
         R = _reachability(mats[zero_idx])
@@ -365,7 +341,7 @@ def _draw_stats(mats: np.ndarray, weights: np.ndarray, exact: bool) -> _Stats:
                 c = np.array(next(iter(classes)))
                 sub = pi[np.ix_(c, c)]
                 mu[k] = 0.0
-                mu[k, c] = _stationary_positive((sub / sub.sum(axis=1, keepdims=True))[None])[0]
+                mu[k, c] = stationary_batch((sub / sub.sum(axis=1, keepdims=True))[None])[0]
     for k in range(n):
         pi = mats[k]
         if unique[k]:
@@ -440,7 +416,7 @@ class _DAudit:
 
     def __init__(self, prior: Prior, d: int, n_draws: int, seed: int, z: float):
         self.prior, self.d, self.z = prior, d, z
-        self.seed = int(np.random.SeedSequence(seed, spawn_key=(stable_hash("audit"), d)).generate_state(1)[0])
+        self.seed = derive_seed(seed, "audit", d)
         atoms = prior.atoms()
         if atoms is not None:
             w, mats = atoms
@@ -688,7 +664,7 @@ class _DAudit:
 
 
 def _asymmetric_generator(weights, mats, decimals: int = 12) -> str | None:
-    from .priors import _relabel_generators
+    from sim.priors import _relabel_generators
 
     def law(ms):
         out: dict[bytes, float] = {}
@@ -1093,7 +1069,7 @@ def run_prior_audit(args, *, make_config, select, execute, user_error) -> int:
     selected = [c for c in chosen if c.prior_dependent]
     skipped = [c.id for c in chosen if not c.prior_dependent]
     if not selected:
-        from . import claims as registry
+        from sim import claims as registry
 
         dep = [c.id for c in registry.all_claims() if c.prior_dependent]
         raise user_error(f"none of the claims matching {args.claims!r} depends on the prior; prior-dependent claims: "

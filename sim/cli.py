@@ -15,44 +15,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
-from .claims.base import PROFILES
+from sim.claims.base import PROFILES
+from sim.commands import EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from sim.commands import UsageError as _UserError
+from sim.commands import nonneg_int as _nonneg_int
+from sim.commands import positive_float as _positive_float
+from sim.commands import positive_int as _positive_int
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 _EXIT_EPILOG = ("exit codes: 0 every claim ran and none FAILed; 1 at least one FAIL; 2 usage or input error; "
                 "3 internal error (a crashed check or a bug; --debug shows the traceback)")
 #: What a run uses when neither the command line nor (with --resume) the run's run.json says.
 _RUN_DEFAULTS = {"profile": "quick", "claims": "*", "seed": 0, "device": "auto", "z": 3.0}
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {v}")
-    return v
-
-
-def _positive_int(text: str) -> int:
-    v = _nonneg_int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
-    return v
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -101,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_run = sub.add_parser("run", help="run claims and write report.md, report.html, results.json, junit.xml",
                            epilog=_EXIT_EPILOG)
     _add_run_options(p_run)
-    from .graphs import GRAPH_FILE_FORMATS, GRAPH_SPECS
+    from sim.graphs import GRAPH_FILE_FORMATS, GRAPH_SPECS
 
     p_run.add_argument("--graph", action="append", default=None, metavar="GRAPH",
                        help="run the selected claims that take a causal graph on GRAPH in place of their own: " +
@@ -121,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_show.add_argument("--standalone", action="store_true",
                         help="with --format latex: a whole document that compiles as it is (article, booktabs)")
 
-    from .priors import spec_help
+    from sim.priors import spec_help
 
     p_prior = sub.add_parser(
         "prior", help="audit the claims under a prior on transition matrices (e.g. 'dirichlet(alpha=0.1)')",
@@ -145,9 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "; positions 0..T-1, edges parent -> child with parent < child, the last position "
                               "(the query) a root (repeatable; default chain:20 and icf:20)")
     _add_run_options(p_prior)
-    _add_sweep_parser(sub)
 
-    from .verdict import Z_DEFAULT
+    from sim.verdict import Z_DEFAULT
 
     p_diff = sub.add_parser(
         "diff", help="what changed between two finished runs: verdicts, numbers that moved, claims in one run only",
@@ -164,87 +139,24 @@ def build_parser() -> argparse.ArgumentParser:
                              f"(default {Z_DEFAULT:g})")
     p_diff.add_argument("--format", choices=("text", "json"), default="text",
                         help="text (default) or json (verdict_changes, moved_numbers, only_in_a, only_in_b)")
+    for command in _paper_commands():
+        command.add_arguments(sub.add_parser(command.name, **command.parser))
     return parser
 
 
-_SWEEP_EPILOG = """examples:
-  icl-verify sweep --out sweeps/g1 --K 2,16,128,1024 --seeds 0,1,2 --set steps=1000
-  icl-verify sweep --out sweeps/e1 --preset edelman --seeds 0,1,2,3
-  icl-verify sweep --out sweeps/g1 --K 2,1024 --executor dask --address tcp://10.0.0.5:8786
+def _paper_commands():
+    """The commands the paper homes add (e.g. the Markov home's ``sweep``), found by the registry."""
+    from sim.claims import paper_commands
 
-Finished runs are written to DIR/runs/<id>.json as they finish; rerunning the same command
-resumes (only missing or failed runs are computed). Run settings for --set (KEY=VALUE):
-{fields}
-"""
-
-
-def _csv(kind):
-    def parse(text: str):
-        out = []
-        for item in text.split(","):
-            item = item.strip()
-            if kind == "K" and item.lower() in ("inf", "infinity"):
-                out.append("inf")
-                continue
-            try:
-                v = int(item)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"expected comma-separated integers{' or inf' if kind == 'K' else ''}, "
-                                                 f"got {item!r}") from None
-            if v < (0 if kind == "seed" else 1):
-                raise argparse.ArgumentTypeError(f"expected {'non-negative' if kind == 'seed' else 'positive'} "
-                                                 f"integers, got {v}")
-            out.append(v)
-        if not out:
-            raise argparse.ArgumentTypeError("expected at least one value")
-        return out
-    return parse
-
-
-def _add_sweep_parser(sub) -> None:
-    import dataclasses
-
-    from .markov_icl import MarkovRunSpec
-    from .sweep import EXECUTORS
-
-    fields = ", ".join(f.name for f in dataclasses.fields(MarkovRunSpec) if f.name not in ("K", "N", "seed"))
-    p = sub.add_parser(
-        "sweep", help="train a grid of models on the K-chain Markov task (claims G.1, G.2, E.1), on a local "
-                      "process pool or a Dask cluster",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Train one model per (K, N, seed) of a grid on the in-context Markov-chain task and place each "
-                    "at the nearest strategy (uniform, G1, G2, M1, M2; or E's uniform, unigram, bigram). Every run is "
-                    "written to DIR/runs/ the moment it finishes, so a sweep resumes and a lost worker loses only "
-                    "its own run. Workers run torch with one thread each.",
-        epilog=_SWEEP_EPILOG.format(fields=fields))
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="sweep folder (created; reused to resume)")
-    p.add_argument("--preset", choices=("gibson", "edelman"), default="gibson",
-                   help="base settings: gibson (C=10, alpha=0.1, width 64, attention+MLP; G.1's quick settings) or "
-                        "edelman (C=2, fresh chains, width 16, attention only, AdamW 5e-4; E's main configuration). "
-                        "Default gibson")
-    p.add_argument("--K", type=_csv("K"), default=None, metavar="LIST",
-                   help="numbers of training chains, e.g. 1,16,256 or inf (a fresh chain per sequence); "
-                        "default 2,1024 (gibson) or inf (edelman)")
-    p.add_argument("--N", type=_csv("N"), default=None, metavar="LIST",
-                   help="context lengths (default 64 gibson, 100 edelman)")
-    p.add_argument("--seeds", type=_csv("seed"), default=[0], metavar="LIST", help="training seeds (default 0)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a run setting for every run (repeatable), e.g. steps=2000, lr=3e-4, mlp=false, "
-                        "betas=0.9,0.95; unknown keys are errors (list below)")
-    p.add_argument("--executor", choices=EXECUTORS, default=None,
-                   help="local (process pool, default), dask (needs --address) or serial (this process)")
-    p.add_argument("--address", default=None, metavar="tcp://HOST:PORT",
-                   help="Dask scheduler address; implies --executor dask")
-    p.add_argument("--workers", type=_positive_int, default=None,
-                   help="local worker processes (default: the CPU count)")
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
-                   help="torch device of each run (default cpu; cuda runs use --executor serial unless told)")
-    p.add_argument("--fresh", action="store_true", help="recompute runs already finished in DIR")
-    p.add_argument("--no-progress", action="store_true", help="no progress lines")
+    return paper_commands()
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except (ImportError, ValueError) as exc:  # a paper home that does not import (its commands join the parser)
+        print(f"icl-verify: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
@@ -255,10 +167,11 @@ def main(argv=None) -> int:
             return _cmd_show(args)
         if args.command == "prior":
             return _cmd_prior(args)
-        if args.command == "sweep":
-            return _cmd_sweep(args)
         if args.command == "diff":
             return _cmd_diff(args)
+        for command in _paper_commands():
+            if args.command == command.name:
+                return command.run(args)
     except KeyboardInterrupt:
         started = args.command in ("run", "prior") and getattr(args, "_out_dir", None) is not None
         hint = (f"; the claims that finished are saved: `icl-verify run --resume --out {args._out_dir}` continues"
@@ -283,12 +196,8 @@ def main(argv=None) -> int:
     return EXIT_USAGE
 
 
-class _UserError(Exception):
-    pass
-
-
 def _load_plugins(paths) -> None:
-    from . import claims
+    from sim import claims
 
     for p in paths:
         try:
@@ -302,7 +211,7 @@ def _load_plugins(paths) -> None:
 
 
 def _cmd_list(args) -> int:
-    from . import claims
+    from sim import claims
 
     _load_plugins(args.plugin)
     last = _last_verdicts(args.reports)
@@ -342,7 +251,7 @@ def _run_settings(args) -> None:
     """Fill the run options the user left out: from the run's run.json with --resume (so
     ``icl-verify run --resume --out DIR`` continues exactly that run), else the defaults.
     An option given with --resume must agree with run.json."""
-    from .runner import RunError, read_run_json
+    from sim.files import RunError, read_run_json
 
     saved = {}
     if getattr(args, "resume", False):
@@ -369,8 +278,8 @@ def _run_settings(args) -> None:
 def _run_graph(args) -> dict | None:
     """The graph of ``run --graph`` as :func:`sim.graphs.graph_record`, or None. With --resume it is
     the run's own, from its run.json: a --graph given then must be that graph."""
-    from .graphs import GraphFileError, GraphSpecError, graph_from_spec, graph_record
-    from .runner import read_run_json
+    from sim.graphs import GraphFileError, GraphSpecError, graph_from_spec, graph_record
+    from sim.files import read_run_json
 
     given = None
     if args.graph:
@@ -395,9 +304,9 @@ def _run_graph(args) -> dict | None:
 
 
 def _make_config(args, prior_spec=None, overrides=None, graph=None):
-    from . import claims
-    from .device import DeviceError, resolve_device
-    from .runner import RunConfig, RunError
+    from sim import claims
+    from sim.device import DeviceError, resolve_device
+    from sim.runner import RunConfig, RunError
 
     try:
         device = resolve_device(args.device)
@@ -409,7 +318,7 @@ def _make_config(args, prior_spec=None, overrides=None, graph=None):
 
 
 def _select(pattern):
-    from . import claims
+    from sim import claims
 
     try:
         return claims.select(pattern)
@@ -418,13 +327,13 @@ def _select(pattern):
 
 
 def _execute(args, config, selected, prior=None, header_extra="", audit=None) -> int:
-    from .corpus import Corpus
-    from .report import summary_table
-    from .runner import RunError, run
+    from sim.corpus import Corpus
+    from sim.report import summary_table
+    from sim.runner import RunError, run
 
     print(f"icl-verify {config.run_id}: profile={config.profile} seed={config.seed} device={config.device} "
           f"claims={len(selected)} ({config.claims}){header_extra}", file=sys.stderr)
-    from .runner import DEFAULT_REPORTS
+    from sim.runner import DEFAULT_REPORTS
 
     args._out_dir = args.out if args.out is not None else DEFAULT_REPORTS / config.run_id
     corpus = Corpus(args.corpus if args.corpus is not None else args._out_dir / "corpus", config)
@@ -451,7 +360,7 @@ def _execute(args, config, selected, prior=None, header_extra="", audit=None) ->
 
 
 def _cmd_run(args) -> int:
-    from .runner import RunError, graph_claims
+    from sim.runner import RunError, graph_claims
 
     _run_settings(args)
     _load_plugins(args.plugin)
@@ -473,7 +382,7 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_show(args) -> int:
-    from .report import load_results, summary_table
+    from sim.report import load_results, summary_table
 
     if args.standalone and args.format != "latex":
         raise _UserError("--standalone goes with --format latex")
@@ -481,10 +390,15 @@ def _cmd_show(args) -> int:
         doc = load_results(args.run_dir)
     except (FileNotFoundError, ValueError) as exc:
         raise _UserError(str(exc)) from None
-    if args.format != "text":
-        from .show import render
+    if args.format == "latex":
+        from sim.latex import latex_table
 
-        print(render(doc, args.format, standalone=args.standalone))
+        print(latex_table(doc, standalone=args.standalone))
+        return EXIT_OK
+    if args.format != "text":
+        from sim.show import render
+
+        print(render(doc, args.format))
         return EXIT_OK
     cfg = doc["config"]
     print(f"{doc['run_id']}: profile={cfg['profile']} seed={cfg['seed']} device={cfg['device']} "
@@ -496,7 +410,7 @@ def _cmd_show(args) -> int:
         print(f"graph: {cfg['graph']['name']} ({cfg['graph']['nodes']} nodes, {len(cfg['graph']['edges'])} edges) "
               f"on {', '.join(ran) or 'no claim that ran'}")
     if doc.get("audit"):
-        from .audit import render_necessity, render_text
+        from sim.audit import render_necessity, render_text
 
         print(render_text(doc["audit"]))
         print(render_necessity(doc["audit"]))
@@ -506,128 +420,16 @@ def _cmd_show(args) -> int:
 
 
 def _cmd_prior(args) -> int:
-    from .audit import run_prior_audit
+    from sim.audit import run_prior_audit
 
     _run_settings(args)
     _load_plugins(args.plugin)
     return run_prior_audit(args, make_config=_make_config, select=_select, execute=_execute, user_error=_UserError)
 
 
-def _setting_value(key: str, text: str):
-    """``--set KEY=VALUE`` typed by the run setting's default (unknown keys are errors)."""
-    import dataclasses
-    import difflib
-
-    from .markov_icl import MarkovRunSpec
-
-    fields = {f.name: f for f in dataclasses.fields(MarkovRunSpec)}
-    if key in ("K", "N", "seed"):
-        raise _UserError(f"--set {key}=...: use --{key if key != 'seed' else 'seeds'} for the grid axes")
-    if key not in fields:
-        close = difflib.get_close_matches(key, fields, n=1)
-        raise _UserError(f"unknown run setting {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-                         + f"; known: {', '.join(sorted(fields))}")
-    default = fields[key].default
-    none_types = {"chain_seed": int, "prior": str, "grad_clip": float, "stop_when_nearest": str, "threads": int}
-    low = text.strip().lower()
-    try:
-        if default is None:
-            return None if low == "none" else none_types[key](text)
-        if isinstance(default, bool):
-            if low not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError
-            return low in ("true", "1", "yes")
-        if isinstance(default, tuple):
-            items = [t.strip() for t in text.split(",") if t.strip()]
-            return [float(t) for t in items] if key == "betas" else items
-        return type(default)(text)
-    except (ValueError, TypeError):
-        kind = "true/false" if isinstance(default, bool) else type(default).__name__ if default is not None \
-            else none_types[key].__name__
-        raise _UserError(f"--set {key}={text!r}: expected a {kind} value") from None
-
-
-def _cmd_sweep(args) -> int:
-    from .claims.edelman import _E_MAIN
-    from .claims.gibson import _G_BASE
-    from .device import DeviceError, resolve_device
-    from .markov_icl import MarkovRunSpec, nearest
-    from .sweep import SweepError, grid, run_sweep
-
-    base = dict(_E_MAIN if args.preset == "edelman" else _G_BASE)
-    base.update(steps=2000 if args.preset == "edelman" else 600, n_eval=128, eval_every=50, eval_log_points=8)
-    base = {k: list(v) if isinstance(v, tuple) else v for k, v in base.items()}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise _UserError(f"--set expects KEY=VALUE, got {item!r}")
-        base[key.strip()] = _setting_value(key.strip(), value)
-    Ks = args.K or (["inf"] if args.preset == "edelman" else [2, 1024])
-    Ns = args.N or [base["N"]]
-    try:
-        device = resolve_device(args.device)
-    except DeviceError as exc:
-        raise _UserError(str(exc)) from None
-    if device != "cpu":
-        base["device"] = device
-    params = grid(base, K=Ks, N=Ns, seed=args.seeds)
-    for p in params:  # no memorising strategies without a finite set of training chains
-        if p["K"] == "inf":
-            p["strategies"] = [s for s in p["strategies"] if s not in ("M1", "M2")]
-    try:
-        for p in params:
-            MarkovRunSpec.from_dict({k: v for k, v in p.items() if k != "device"})
-    except ValueError as exc:
-        raise _UserError(f"bad run settings: {exc}") from None
-    executor = args.executor or ("dask" if args.address else "local" if device == "cpu" else "serial")
-    if args.address and executor != "dask":
-        raise _UserError("--address is for --executor dask")
-    print(f"icl-verify sweep: {len(params)} runs ({len(Ks)} K x {len(Ns)} N x {len(args.seeds)} seeds), "
-          f"executor={executor}{' ' + args.address if args.address else ''}, out={args.out}", file=sys.stderr)
-    say = None if args.no_progress else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    try:
-        res = run_sweep("sim.markov_icl:run_markov", params, args.out, executor=executor, workers=args.workers,
-                        address=args.address, resume=not args.fresh, progress=say)
-    except SweepError as exc:
-        raise _UserError(str(exc)) from None
-    phases = [s for s in base["strategies"]]
-    rows = [("K", "N", "seed", "nearest ood", "nearest id", "final loss", "steps", "seconds", "status")]
-    summary = []
-    for rid, p in zip(res.ids, res.params):
-        rec = res.records.get(rid)
-        if rec is None:
-            rows.append((str(p["K"]), str(p["N"]), str(p["seed"]), "", "", "", "", "", "FAILED"))
-            summary.append({"id": rid, "params": p, "status": "failed", "reason": res.failed.get(rid, "")})
-            continue
-        r = rec["result"]
-        near = {w: nearest(r, w, phases)[0] for w in r["eval"]}
-        loss_set = "id" if "id" in r["eval"] else "ood"
-        rows.append((str(p["K"]), str(p["N"]), str(p["seed"]), near.get("ood", "-"), near.get("id", "-"),
-                     f"{r['eval'][loss_set]['loss'][-1]:.4f}", str(r["steps"][-1]), f"{rec['elapsed_s']:.1f}",
-                     "reused" if rid in res.reused_ids else "ok"))
-        summary.append({"id": rid, "params": p, "status": "ok", "nearest": near, "steps": r["steps"][-1],
-                        "seconds": rec["elapsed_s"]})
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for k, r in enumerate(rows):
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
-    from .runner import atomic_write_text
-
-    atomic_write_text(args.out / "summary.json", json.dumps({"runs": summary, "reused": res.reused,
-                                                             "seconds": res.seconds}, indent=1, default=str))
-    print(f"\n{len(res.records)} of {len(res.ids)} runs finished ({res.reused} reused) in {res.seconds:.1f} s; "
-          f"records in {args.out / 'runs'}, summary in {args.out / 'summary.json'}")
-    if res.failed:
-        print(f"{len(res.failed)} run(s) failed (reasons in {args.out / 'failed'}); rerun the same command to "
-              "resume", file=sys.stderr)
-        return EXIT_FAIL
-    return EXIT_OK
-
-
 def _cmd_diff(args) -> int:
-    from .diff import MalformedRunError, diff_runs, render_json, render_text
-    from .report import load_results
+    from sim.diff import MalformedRunError, diff_runs, render_json, render_text
+    from sim.report import load_results
 
     docs = []
     for run_dir in (args.run_a, args.run_b):

@@ -389,7 +389,7 @@ class Corpus:
               tier_seed: int | None = None) -> dict:
         """Write a FAIL's counterexample; returns the note for the tier. With ``replayable`` the
         ``example`` is encoded (an input with no JSON form is kept as a record only, saying why)."""
-        from .verdict import to_jsonable
+        from sim.verdict import to_jsonable
 
         why = None if replayable else "its inputs are drawn inside the check; its seed reproduces it"
         if replayable:
@@ -440,7 +440,7 @@ class Corpus:
         property tier of :func:`~sim.claims.base.property_tier`): a FAIL's counterexample is
         stored as a record; a PASS marks fixed the records this run's seed, profile and prior
         reproduce. Notes go to ``res.corpus``."""
-        from .verdict import Verdict
+        from sim.verdict import Verdict
 
         if (ctx.claim.id, res.tier) in self._self_replaying:
             return
@@ -491,7 +491,7 @@ class Corpus:
         return ""
 
     def _write(self, path: Path, doc: dict) -> None:
-        from .runner import atomic_write_text
+        from sim.files import atomic_write_text
 
         atomic_write_text(path, _dumps(doc) + "\n")
 
@@ -503,8 +503,8 @@ class Corpus:
         """``{"package": sim.__version__, "git": commit (+dirty) or "unknown"}`` (the commit as
         results.json's ``git_commit`` gives it)."""
         if self._version is None:
-            from . import __version__
-            from .report import git_commit
+            from sim import __version__
+            from sim.report import git_commit
 
             self._version = {"package": __version__, "git": git_commit() or "unknown"}
         return self._version

@@ -35,7 +35,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .verdict import _SEVERITY, Z_DEFAULT, Verdict
+from sim.verdict import _SEVERITY, Z_DEFAULT, Verdict
 
 __all__ = ["RunDiff", "VerdictChange", "MovedNumber", "OnlyIn", "MalformedRunError", "diff_runs",
            "render_text", "render_json", "ROUNDOFF_ULPS", "STATISTICAL_KINDS"]
@@ -330,15 +330,15 @@ def render_text(d: RunDiff) -> str:
     if d.worse:
         lines.append("")
         lines.append(f"{len(d.worse)} verdict(s) got worse: {', '.join(c.id for c in d.worse)}")
-    from .report import _printable
+    from sim.report import _printable
 
     return _printable("\n".join(lines))
 
 
 def render_json(d: RunDiff) -> str:
     """The diff as strict JSON: verdict_changes, moved_numbers, only_in_a, only_in_b (and the header's facts)."""
-    from .runner import dump_json
-    from .verdict import to_jsonable
+    from sim.files import dump_json
+    from sim.verdict import to_jsonable
 
     return dump_json(to_jsonable(d.as_dict()))
 

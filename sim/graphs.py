@@ -27,7 +27,6 @@ import json
 from pathlib import Path
 
 import networkx as nx
-import numpy as np
 
 from theory.errors import TheoryError
 from theory.graphs import validate

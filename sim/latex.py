@@ -121,7 +121,7 @@ _E_FORM = re.compile(r"^(-?[0-9.]+)e([+-]?[0-9]+)$")
 
 def _math_num(x) -> str:
     """A number from results.json as math-mode source (``1.2e-05`` -> ``1.2 \\times 10^{-5}``)."""
-    from .report import _fmt_num
+    from sim.report import _fmt_num
 
     if x is None:
         return r"\mbox{---}"
@@ -147,7 +147,7 @@ def _math_num(x) -> str:
 
 
 def _number_cell(num: dict | None) -> str:
-    from .show import has_error
+    from sim.show import has_error
 
     if num is None:
         return "---"
@@ -185,7 +185,7 @@ def latex_table(doc: dict, standalone: bool = False) -> str:
     adds a marker to the claim's verdict and a note below the tabular (tier, kind, reading, its
     verdict, evidence). The fragment needs ``\usepackage{booktabs}`` only; the standalone form
     compiles as it is with ``pdflatex``."""
-    from .show import deciding_number
+    from sim.show import deciding_number
 
     cfg = doc.get("config") or {}
     rows, notes = [], []

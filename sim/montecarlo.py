@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .verdict import Number
+from sim.verdict import Number
 
 __all__ = ["Estimate", "mean_estimate", "proportion_estimate", "weighted_mean_estimate", "difference"]
 

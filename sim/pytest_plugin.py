@@ -62,8 +62,8 @@ class _ClaimSession:
     test runs, on the xdist controller as on each worker) and adds the items to the collection."""
 
     def __init__(self, config, pattern: str):
-        from . import cli
-        from .runner import RunError
+        from sim import cli
+        from sim.files import RunError
 
         ns = argparse.Namespace(profile=config.getoption("icl_profile"), claims=pattern,
                                 seed=config.getoption("icl_seed"), device=config.getoption("icl_device"), z=3.0)
@@ -78,7 +78,7 @@ class _ClaimSession:
                 self.prior = _parse_prior(config.getoption("icl_prior"))
                 prior_spec = self.prior.spec()
                 if not any(c.prior_dependent for c in self.claims):
-                    from . import claims as registry
+                    from sim import claims as registry
 
                     dep = [c.id for c in registry.all_claims() if c.prior_dependent]
                     raise cli._UserError(f"none of the claims matching {pattern!r} depends on the prior; "
@@ -88,7 +88,7 @@ class _ClaimSession:
             raise pytest.UsageError(f"icl-verify: {exc}") from None
         self.corpus = None
         if config.getoption("icl_corpus") is not None:
-            from .corpus import Corpus
+            from sim.corpus import Corpus
 
             self.corpus = Corpus(invoked / config.getoption("icl_corpus"), self.config)
 
@@ -123,8 +123,8 @@ class _ClaimSession:
 
 
 def _parse_prior(spec: str):
-    from .cli import _UserError
-    from .priors import PriorError, parse_prior
+    from sim.cli import _UserError
+    from sim.priors import PriorError, parse_prior
 
     try:
         prior = parse_prior(spec)
@@ -181,7 +181,7 @@ class ClaimItem(pytest.Item):
         """Run the tier here, so that a crashed check (ERROR) is a pytest error, not a failure."""
         if self.tier is None:
             return
-        from .runner import evaluate_claim
+        from sim.runner import evaluate_claim
 
         config = dataclasses.replace(self.owner.config, overrides={self.claim.id: {"tiers": (self.tier,)}})
         out_dir = _tmp_dir(self.config, f"icl-{self.claim.id}-{self.tier}")
@@ -221,7 +221,7 @@ def _skip(reason: str):
 def describe(claim, res, out_dir=None) -> str:
     """The failure text of a tier: verdict and summary, the assumptions that did not hold, the
     counterexample (JSON) and the numbers."""
-    from .verdict import to_jsonable
+    from sim.verdict import to_jsonable
 
     lines = [f"{claim.id} [{res.tier}]: {res.verdict}: {res.summary}", f"claim: {claim.title}",
              f"source: {claim.source.cite()}"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 from xml.sax.saxutils import quoteattr
 
-from .verdict import Verdict
+from sim.verdict import Verdict
 
 __all__ = ["write_reports", "summary_table", "summary_table_markdown", "all_findings", "SCHEMA", "package_versions",
            "git_commit", "load_results"]
@@ -67,7 +67,7 @@ def load_results(run_dir: Path) -> dict[str, Any]:
                                 f"the default is reports/<run-id>)")
     if not path.exists():
         partial = sorted((Path(run_dir) / "results").glob("*.json")) if (Path(run_dir) / "results").exists() else []
-        from .runner import RunError, read_run_json
+        from sim.files import RunError, read_run_json
 
         try:  # the plugins the run loaded must be loaded again to resume it
             run_doc = read_run_json(run_dir) or {}
@@ -89,8 +89,8 @@ def load_results(run_dir: Path) -> dict[str, Any]:
 def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: float, prior=None, audit=None) -> dict:
     """Write results.json, report.md, report.html and junit.xml. ``audit`` (the JSON form of a
     :class:`sim.audit.PriorAudit`) adds the assumptions table at the top of each report."""
-    from .runner import atomic_write_text, claim_counts, dump_json
-    from .verdict import to_jsonable
+    from sim.files import atomic_write_text, claim_counts, dump_json
+    from sim.verdict import to_jsonable
 
     out_dir = Path(out_dir)
     doc = {

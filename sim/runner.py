@@ -19,26 +19,20 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .claims.base import PROFILES, Claim, Context, crash_result
-from .verdict import ClaimResult, Outcome, Verdict, combine_verdicts, headline, to_jsonable
+from sim.claims.base import PROFILES, Claim, Context, crash_result
+from sim.files import RUN_SCHEMA, RunError, atomic_write_text, dump_json, read_run_json
+from sim.verdict import ClaimResult, Outcome, Verdict, combine_verdicts, headline, to_jsonable
 
 __all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "graph_claims", "atomic_write_text", "dump_json",
            "DEFAULT_REPORTS", "RUN_SCHEMA"]
 
 DEFAULT_REPORTS = Path("reports")
-#: Marks a folder as an icl-verify run (in its run.json): the only non-empty folder a run writes into.
-RUN_SCHEMA = "icl-verify/run/v1"
 _LOCK = ".icl-verify.lock"
-
-
-class RunError(RuntimeError):
-    """A run could not start (bad configuration, a resume that does not match)."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +62,7 @@ class RunConfig:
         if not (isinstance(self.z, (int, float)) and math.isfinite(self.z) and self.z > 0):
             raise RunError(f"z must be a positive finite number, got {self.z!r}")
         if self.graph is not None:
-            from .graphs import GraphSpecError, graph_from_record
+            from sim.graphs import GraphSpecError, graph_from_record
 
             try:
                 graph_from_record(self.graph)
@@ -79,7 +73,7 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     def digest(self) -> str:
-        from . import __version__
+        from sim import __version__
 
         fields = self.as_dict()
         if fields["graph"] is None:
@@ -90,38 +84,6 @@ class RunConfig:
     @property
     def run_id(self) -> str:
         return f"{self.profile}-seed{self.seed}-{self.digest()}"
-
-
-def dump_json(obj) -> str:
-    """Strict JSON (no NaN or Infinity: ``to_jsonable`` writes them as strings first)."""
-    return json.dumps(obj, indent=2, allow_nan=False)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader (or a killed run) never sees half a file.
-
-    The file gets the usual permissions (0666 less the umask), like the figures beside it,
-    not mkstemp's private 0600."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None,
@@ -178,7 +140,7 @@ def _given_graph(claim: Claim, config: RunConfig):
         return None
     from theory.graphs import GivenGraph
 
-    from .graphs import graph_from_record
+    from sim.graphs import graph_from_record
 
     return GivenGraph.from_graph(config.graph["name"], graph_from_record(config.graph))
 
@@ -197,7 +159,7 @@ def _graph_used(ctx: Context, config: RunConfig, given) -> dict:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from .graphs import draw_graph, graph_from_record
+        from sim.graphs import draw_graph, graph_from_record
 
         g = graph_from_record(config.graph)
         fig, ax = plt.subplots(figsize=(max(4.0, 0.35 * g.number_of_nodes() + 2), 3.2))
@@ -221,7 +183,7 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
     included) is INCONCLUSIVE, every look at the per-look ``z`` of the Bonferroni correction.
     Keys named in ``seeds_also`` follow ``seeds`` (where they are set and not 0: 0 switches that part
     off). Seeds already trained are reused (``ctx.memo``)."""
-    from .sequential import SeedSchedule, decide_sequentially
+    from sim.sequential import SeedSchedule, decide_sequentially
 
     s = ctx.settings
     key = s.get("seeds_key", "seeds")
@@ -252,7 +214,7 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
 def _draw_counterexamples(ctx: Context, res) -> None:
     """Draw the causal graph of a failing tier's counterexample and of each failing finding's,
     beside the record itself (a reader should not rebuild a tree from a parent list)."""
-    from .graphs import draw_counterexample
+    from sim.graphs import draw_counterexample
 
     cases = []
     if res.verdict in (Verdict.FAIL, Verdict.ASSUMPTION_UNMET) and res.counterexample:
@@ -272,7 +234,7 @@ def _draw_counterexamples(ctx: Context, res) -> None:
 
 def _checked(res, claim: Claim, tier: str):
     """A check's return value, refused unless it is a TierResult with a known verdict."""
-    from .verdict import Control, Outcome, TierResult, guard_with_controls
+    from sim.verdict import Control, Outcome, TierResult, guard_with_controls
 
     if not isinstance(res, TierResult):
         raise TypeError(f"the {tier} check of {claim.id} returned {type(res).__name__}, not a sim.verdict.TierResult")
@@ -283,24 +245,6 @@ def _checked(res, claim: Claim, tier: str):
     if not all(isinstance(c, Control) for c in res.controls):
         raise TypeError(f"the {tier} check of {claim.id} returned controls that are not sim.verdict.Control")
     return guard_with_controls(res)
-
-
-def read_run_json(out_dir: Path) -> dict | None:
-    """The run.json of an icl-verify run folder, or None when ``out_dir`` holds none.
-
-    A run.json that does not parse, or that lacks a run's keys, is an error: the folder is
-    then neither a run nor free to use."""
-    path = Path(out_dir) / "run.json"
-    if not path.exists():
-        return None
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunError(f"{path} is not a run's run.json ({exc}); nothing was written. Use another --out") from None
-    if not isinstance(doc, dict) or not {"run_id", "config", "config_hash"} <= set(doc):
-        raise RunError(f"{path} is not an icl-verify run.json (it lacks run_id, config or config_hash); nothing was "
-                       "written. Use another --out")
-    return doc
 
 
 def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool, claim_ids: Sequence[str]) -> None:
@@ -419,9 +363,9 @@ def graph_claims(config: RunConfig, claims: Sequence[Claim]) -> list[Claim]:
     graph (it lists those that do) or when the graph does not fit one (it names the claim and node)."""
     if config.graph is None:
         return []
-    from . import claims as registry
-    from .claims.base import GraphFitError
-    from .graphs import graph_from_record
+    from sim import claims as registry
+    from sim.claims.base import GraphFitError
+    from sim.graphs import graph_from_record
 
     takers = [c for c in claims if c.graph_input is not None]
     if not takers:
@@ -440,7 +384,7 @@ def graph_claims(config: RunConfig, claims: Sequence[Claim]) -> list[Claim]:
 
 
 def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, audit, corpus=None):
-    from .report import write_reports
+    from sim.report import write_reports
 
     _prepare_dir(out_dir, config, resume, [c.id for c in claims])
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -499,10 +443,3 @@ def _progress_bar(total: int, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="claim", disable=not enabled, dynamic_ncols=True, leave=True)
-
-
-def claim_counts(dicts: Sequence[dict]) -> dict[str, int]:
-    counts = {v.value: 0 for v in Verdict}
-    for d in dicts:
-        counts[d["verdict"]] += 1
-    return counts

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory import CausalTree, TheoryError, stationary, validate_stochastic
+from theory import CausalTree, stationary, validate_stochastic
+from theory.markov import stationary_batch
 from theory.graphs import random_recursive_parents  # W's trees: the law lives with the graph families
 
 __all__ = [
@@ -25,7 +26,6 @@ __all__ = [
     "categorical",
     "sample_tree_sequences",
     "sample_w_prompts",
-    "batched_stationary",
     "sample_n_prompts",
     "torch_categorical",
     "sample_w_prompts_torch",
@@ -71,7 +71,7 @@ def sample_w_prompts(rng_seq: np.random.Generator, pis: np.ndarray, parents: np.
     pis = np.broadcast_to(pis, (B,) + pis.shape[-2:]) if pis.ndim == 2 else pis
     d = pis.shape[-1]
     if roots is None:
-        roots = batched_stationary(pis)
+        roots = stationary_batch(pis)
     roots = np.broadcast_to(roots, (B, d))
     x = np.empty((B, L + 1, H), dtype=np.int64)
     u = rng_seq.random((B, L + 1, H))
@@ -86,27 +86,6 @@ def sample_w_prompts(rng_seq: np.random.Generator, pis: np.ndarray, parents: np.
         probs[is_root] = roots[is_root][:, None, :]
         x[:, :, h] = categorical(u[:, :, h], probs)
     return x
-
-
-def batched_stationary(pis: np.ndarray) -> np.ndarray:
-    """Stationary laws of a batch ``(B, d, d)`` -> ``(B, d)``.
-
-    Solves ``mu (I - pi + 1 1^T) = 1`` for all at once (valid for irreducible chains) and
-    falls back to :func:`theory.stationary` (GTH, exact for tiny entries) wherever the
-    batched solve is inaccurate or singular.
-    """
-    B, d, _ = pis.shape
-    A = np.eye(d) - pis + 1.0
-    try:
-        mu = np.linalg.solve(np.swapaxes(A, 1, 2), np.ones((B, d, 1)))[..., 0]
-        ok = np.isfinite(mu).all(axis=1) & (mu >= -1e-12).all(axis=1)
-        ok &= np.abs(np.einsum("bi,bij->bj", mu, pis) - mu).max(axis=1) < 1e-10
-    except np.linalg.LinAlgError:
-        mu, ok = np.zeros((B, d)), np.zeros(B, dtype=bool)
-    for b in np.flatnonzero(~ok):
-        mu[b] = stationary(pis[b])
-    mu = np.clip(mu, 0.0, None)
-    return mu / mu.sum(axis=1, keepdims=True)
 
 
 def dirichlet_rows(rng_pi: np.random.Generator, alpha: float, n: int, d: int) -> np.ndarray:
@@ -133,7 +112,7 @@ def sample_n_prompts(rng_seq: np.random.Generator, pis: np.ndarray, tree) -> tup
     tree = tree if isinstance(tree, CausalTree) else CausalTree(tree)
     B, S, _ = pis.shape
     T = tree.n
-    mu = batched_stationary(pis)
+    mu = stationary_batch(pis)
     x = np.empty((B, T), dtype=np.int64)
     u = rng_seq.random((B, T + 1))
     b = np.arange(B)
@@ -160,7 +139,7 @@ def sample_w_prompts_torch(gen, pis, parents, L: int, roots=None):
     B, H = parents.shape
     d = pis.shape[-1]
     if roots is None:
-        roots = torch.as_tensor(batched_stationary(pis.detach().cpu().double().numpy()), dtype=pis.dtype,
+        roots = torch.as_tensor(stationary_batch(pis.detach().cpu().double().numpy()), dtype=pis.dtype,
                                 device=pis.device)
     x = torch.empty((B, L + 1, H), dtype=torch.long, device=pis.device)
     u = torch.rand((B, L + 1, H), generator=gen, device=pis.device, dtype=pis.dtype)
@@ -186,7 +165,7 @@ def sample_n_prompts_torch(gen, pis, parents, mu=None):
     B, S, _ = pis.shape
     T = len(parents)
     if mu is None:
-        mu = torch.as_tensor(batched_stationary(pis.detach().cpu().double().numpy()), dtype=pis.dtype,
+        mu = torch.as_tensor(stationary_batch(pis.detach().cpu().double().numpy()), dtype=pis.dtype,
                              device=pis.device)
     u = torch.rand((B, T + 1), generator=gen, device=pis.device, dtype=pis.dtype)
     x = torch.empty((B, T), dtype=torch.long, device=pis.device)

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .verdict import Number, Outcome
+from sim.verdict import Number, Outcome
 
 __all__ = ["SeedSchedule", "Look", "SequentialRun", "decide_sequentially", "CORRECTION"]
 

@@ -60,7 +60,7 @@ def has_error(num: dict) -> bool:
 
 def number_text(num: dict | None) -> str:
     """``name = value ± stderr (n=…)`` in plain text; ``—`` for no number."""
-    from .report import _fmt_num
+    from sim.report import _fmt_num
 
     if num is None:
         return "—"
@@ -85,15 +85,15 @@ def claims_summary(doc: dict) -> dict[str, Any]:
 
 
 def render_json(doc: dict) -> str:
-    from .runner import dump_json
-    from .verdict import to_jsonable
+    from sim.files import dump_json
+    from sim.verdict import to_jsonable
 
     return dump_json(to_jsonable(claims_summary(doc)))
 
 
 def render_md(doc: dict) -> str:
     """A line naming the run, the claims table of report.md (one row per claim), the verdict counts."""
-    from .report import _md, summary_table_markdown
+    from sim.report import _md, summary_table_markdown
 
     cfg = doc.get("config") or {}
     head = (f"**icl-verify run `{_md(doc.get('run_id'))}`**: profile {_md(cfg.get('profile'))}, "
@@ -102,14 +102,11 @@ def render_md(doc: dict) -> str:
     return "\n".join([head, "", summary_table_markdown(doc["claims"], links=False), "", f"Verdicts: {counts}"])
 
 
-def render(doc: dict, fmt: str, *, standalone: bool = False) -> str:
-    """``doc`` (a results.json) in ``fmt`` (md, json or latex; the text form is the CLI's own)."""
+def render(doc: dict, fmt: str) -> str:
+    """``doc`` (a results.json) in ``fmt`` (md or json; LaTeX is :func:`sim.latex.latex_table`, and
+    the text form is the CLI's own)."""
     if fmt == "md":
         return render_md(doc)
     if fmt == "json":
         return render_json(doc)
-    if fmt == "latex":
-        from .latex import latex_table
-
-        return latex_table(doc, standalone=standalone)
     raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")

@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .runner import atomic_write_text
+from sim.threads import limit_process_threads
+from sim.files import atomic_write_text
 
-__all__ = ["EXECUTORS", "SweepError", "SweepResult", "grid", "run_id", "run_sweep", "selftest_run",
+__all__ = ["map_runs", "EXECUTORS", "SweepError", "SweepResult", "grid", "run_id", "run_sweep", "selftest_run",
            "deterministic_part"]
 
 EXECUTORS = ("local", "dask", "serial")
@@ -92,19 +93,9 @@ def run_id(fn, params: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _limit_threads() -> None:
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = "1"
-    try:
-        import torch
-    except ImportError:  # a run function without torch
-        return
-    torch.set_num_threads(1)
-
-
 def _execute(fn_name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """Run one grid point where the executor put it (worker process, Dask worker, here)."""
-    _limit_threads()
+    limit_process_threads()
     t0 = time.perf_counter()
     result = _resolve(fn_name)(dict(params))
     return {"result": result, "elapsed_s": time.perf_counter() - t0,
@@ -241,6 +232,36 @@ def run_sweep(fn, params_list: Sequence[Mapping[str, Any]], out_dir: str | os.Pa
     return res
 
 
+def map_runs(fn, params_list: Sequence[Mapping[str, Any]], *, executor: str = "local", workers: int | None = None,
+             address: str | None = None, client=None, progress: Callable[[str], None] | None = None) -> list[Any]:
+    """``[fn(p) for p in params_list]`` on an executor, kept in memory: the grid runner of
+    :func:`run_sweep` for runs whose results are Python objects (a trained model) that need no
+    record on disk, so any picklable ``params`` and result will do. Results come back in
+    ``params_list`` order, each computed with torch at one thread; the first run that fails
+    raises :class:`SweepError` with its traceback, and the workers are stopped."""
+    if executor not in EXECUTORS:
+        raise SweepError(f"unknown executor {executor!r}; expected one of {', '.join(EXECUTORS)}")
+    fn_name = _fn_name(fn)
+    todo = {str(k): p for k, p in enumerate(params_list)}
+    results: dict[str, Any] = {}
+    say = progress or (lambda msg: None)
+
+    def finished(rid: str, out_or_error) -> None:
+        if not isinstance(out_or_error, dict):
+            raise SweepError(f"run {int(rid) + 1} of {len(todo)} ({fn_name}) failed:\n{out_or_error}")
+        results[rid] = out_or_error["result"]
+        say(f"{len(results)}/{len(todo)} runs finished")
+
+    if todo:
+        if executor == "serial":
+            _run_serial(fn_name, todo, finished)
+        elif executor == "local":
+            _run_local(fn_name, todo, finished, workers)
+        else:
+            _run_dask(fn_name, todo, finished, address=address, client=client)
+    return [results[str(k)] for k in range(len(params_list))]
+
+
 # ------------------------------------------------------------------------------ executors ---
 def _run_serial(fn_name, todo, finished) -> None:
     import torch
@@ -259,7 +280,7 @@ def _run_serial(fn_name, todo, finished) -> None:
 
 def _worker_loop(conn) -> None:  # pragma: no cover - runs in the worker process
     """A local worker: receive ``(id, fn, params)``, send back ``(id, ok, record-or-traceback)``."""
-    _limit_threads()
+    limit_process_threads()
     while True:
         try:
             msg = conn.recv()

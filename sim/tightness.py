@@ -231,7 +231,7 @@ def report_tightness(ctx, res, table: Sequence[Tightness], *, quantity: str, par
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .verdict import Finding, FindingKind, Number, Outcome, Verdict
+    from sim.verdict import Finding, FindingKind, Number, Outcome, Verdict
 
     if not table:
         raise ValueError(f"{ctx.claim.id}: an empty tightness table for {quantity}")

@@ -28,6 +28,7 @@ from scipy import integrate, linalg, special
 
 from .errors import TheoryError
 from .joint import as_tree
+from .markov import stationary_batch
 from .structures import CausalTree
 
 __all__ = [
@@ -306,21 +307,6 @@ def exact_bayes_predictive(prompt, tree, alpha, S: int = 2, root_law: str = "sta
 
 
 # -- any S: importance sampling ------------------------------------------------------------------
-def _stationary_batch(P: np.ndarray) -> np.ndarray:
-    """Stationary laws of a stack of positive stochastic matrices ``(K, S, S)`` by GTH (no subtractions)."""
-    A = P.copy()
-    K, S, _ = A.shape
-    for k in range(S - 1, 0, -1):
-        s = A[:, k, :k].sum(axis=1)  # (K,)
-        A[:, :k, k] /= s[:, None]
-        A[:, :k, :k] += A[:, :k, k][:, :, None] * A[:, k, :k][:, None, :]
-    x = np.zeros((K, S))
-    x[:, 0] = 1.0
-    for j in range(1, S):
-        x[:, j] = np.einsum("ki,ki->k", x[:, :j], A[:, :j, j])
-    return x / x.sum(axis=1, keepdims=True)
-
-
 def bayes_predictive_estimate(prompt, tree, alpha, S: int, n_samples: int = 200_000, *, seed=None,
                               root_law: str = "stationary") -> tuple[np.ndarray, np.ndarray]:
     """Importance-sampling estimate of ``E[pi(q, .) | prompt]`` for N's task, any ``S``, with its standard error.
@@ -357,7 +343,7 @@ def bayes_predictive_estimate(prompt, tree, alpha, S: int, n_samples: int = 200_
     g = np.maximum(g, np.finfo(float).tiny)  # keep every entry positive so mu_pi is unique
     P = g / g.sum(axis=2, keepdims=True)
     if root_law == "stationary" and r.sum() > 0:
-        mu = _stationary_batch(P)
+        mu = stationary_batch(P)
         logw = (np.log(mu) * r[None, :]).sum(axis=1)
         w = np.exp(logw - logw.max())
     else:

@@ -14,6 +14,7 @@ __all__ = [
     "validate_stochastic",
     "validate_prob_vector",
     "stationary",
+    "stationary_batch",
     "closed_classes",
     "matrix_powers",
     "ROW_SUM_ATOL",
@@ -194,6 +195,55 @@ def stationary(pi) -> np.ndarray:
     sub = sub / sub.sum(axis=1, keepdims=True)  # exact already; guards round-off drift
     mu[cls] = _gth(sub)
     return mu
+
+
+def stationary_batch(P) -> np.ndarray:
+    """Stationary laws of a stack of row-stochastic matrices, ``(..., d, d) -> (..., d)``.
+
+    The batched form of :func:`stationary`: on every irreducible matrix the same GTH reduction,
+    with the states eliminated in the same order (largest exit probability first) and ``mu @ P =
+    mu`` solved without subtractions, so tiny entries stay accurate. Irreducibility is checked
+    on the support: the reachability ``R = (I + [P > 0])^(2^k)``, ``2^k >= d``, is all true. A
+    matrix that is not irreducible, or whose reduction over/underflows, gets :func:`stationary`
+    on its own (a unique law on one closed class, or :class:`TheoryError` naming the classes).
+    """
+    P = np.asarray(P, dtype=np.float64)
+    if P.ndim < 2 or P.shape[-1] != P.shape[-2]:
+        raise TheoryError(f"expected a stack of square matrices (..., d, d), got shape {P.shape}")
+    batch, d = P.shape[:-2], P.shape[-1]
+    flat = P.reshape(-1, d, d)
+    n = len(flat)
+    out = np.full((n, d), np.nan)
+    if n == 0:
+        return out.reshape(batch + (d,))
+    reach = (flat > 0) | np.eye(d, dtype=bool)
+    steps = 1
+    while steps < d:  # boolean squaring: paths of length up to 2^k
+        reach = np.einsum("bij,bjk->bik", reach.astype(np.int64), reach.astype(np.int64)) > 0
+        steps *= 2
+    irreducible = reach.all(axis=(1, 2))
+    idx = np.flatnonzero(irreducible)
+    if len(idx):
+        A = flat[idx] / flat[idx].sum(axis=2, keepdims=True)  # as stationary() does: round-off drift
+        m = np.arange(len(idx))
+        exit_prob = A.sum(axis=2) - np.einsum("kii->ki", A)  # off-diagonal sums: no cancellation
+        order = np.argsort(exit_prob, axis=1, kind="stable")  # reference state first
+        A = A[m[:, None, None], order[:, :, None], order[:, None, :]]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for k in range(d - 1, 0, -1):
+                s = A[:, k, :k].sum(axis=1)
+                A[:, :k, k] /= s[:, None]
+                A[:, :k, :k] += A[:, :k, k][:, :, None] * A[:, k, :k][:, None, :]
+            x = np.zeros((len(idx), d))
+            x[:, 0] = 1.0
+            for j in range(1, d):
+                x[:, j] = np.einsum("ki,ki->k", x[:, :j], A[:, :j, j])
+            x /= x.sum(axis=1, keepdims=True)
+        out[idx[:, None], order] = x
+    bad = ~np.isfinite(out).all(axis=1)  # not irreducible, or a ratio over/underflowed
+    for b in np.flatnonzero(bad):
+        out[b] = stationary(flat[b])
+    return out.reshape(batch + (d,))
 
 
 def matrix_powers(pi: np.ndarray, k_max: int) -> np.ndarray:

@@ -1,9 +1,12 @@
 """The claim registry: every catalogue entry of ``shared/CLAIMS.md`` as a :class:`Claim`.
 
-One module per paper (``wei``, ``nichani``, ``gibson``, ``edelman``), each exporting
-``CLAIMS``. Users add their own claims from a Python file (``--plugin FILE``, see
-:func:`load_plugin`) or from a package that declares the entry point group
-``icl_verify.claims``; both go through the same engine, reports and CLI.
+The built-in claims live in the paper homes (:mod:`sim.papers`): each home's ``claims``
+module or package exports ``CLAIMS``; :func:`sim.papers.paper_homes` finds the homes (the
+built-in ones in catalogue order, then any other folder holding claims). Users add their own
+claims from a Python file (``--plugin FILE``, see :func:`load_plugin`) or from a package that
+declares the entry point group ``icl_verify.claims``; both go through the same engine, reports
+and CLI. The homes' commands (the Markov home's ``sweep``) are found the same way
+(:func:`paper_commands`).
 """
 from __future__ import annotations
 
@@ -15,12 +18,11 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from .base import Claim
+from sim.claims.base import Claim
 
 __all__ = ["Claim", "all_claims", "get", "select", "load_plugin", "load_entry_points", "plugin_digests",
-           "UnknownClaimError"]
+           "paper_commands", "UnknownClaimError"]
 
-_PAPER_MODULES = ("wei", "nichani", "gibson", "edelman")
 _EXTRA: dict[str, Claim] = {}
 _ORIGIN: dict[str, str] = {}  # claim id -> where a user claim came from (plugin file or entry point)
 _DIGESTS: dict[str, str] = {}  # plugin file -> sha256 of its content (part of a run's configuration)
@@ -32,16 +34,39 @@ class UnknownClaimError(KeyError):
         return str(self.args[0])
 
 
+def _import_home_module(home: str, module: str, *, optional: bool = False):
+    """``sim.papers.<home>.<module>``, or None when ``optional`` and the home has none. A module
+    that fails to import raises ImportError naming the home and, where it can, its file and line."""
+    import traceback
+
+    import sim.papers  # the registry's discovery: its one import of the paper homes
+
+    dotted = f"sim.papers.{home}.{module}"
+    try:
+        return importlib.import_module(dotted)
+    except Exception as exc:
+        if optional and isinstance(exc, ModuleNotFoundError) and exc.name == dotted:
+            return None
+        # the deepest frame inside the home says where it broke (a SyntaxError names its line itself)
+        folders = [Path(entry) / home for entry in sim.papers.__path__]
+        in_home = [f for f in traceback.extract_tb(exc.__traceback__)
+                   if any(Path(f.filename).is_relative_to(folder) for folder in folders)]
+        where = f" at {in_home[-1].filename}:{in_home[-1].lineno}" if in_home else ""
+        raise ImportError(f"paper home {home!r} ({dotted}) failed to import{where}: "
+                          f"{type(exc).__name__}: {exc}") from exc
+
+
 def _builtin() -> list[Claim]:
+    """The ``CLAIMS`` of every paper home (:func:`sim.papers.paper_homes`), home by home."""
+    from sim.papers import paper_homes
+
     out: list[Claim] = []
-    for name in _PAPER_MODULES:
-        try:
-            mod = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":  # module not written yet
-                continue
-            raise
-        out.extend(mod.CLAIMS)
+    for name in paper_homes():
+        module = _import_home_module(name, "claims")
+        claims = getattr(module, "CLAIMS", None)
+        if claims is None:
+            raise ImportError(f"paper home {name!r}: {module.__file__} defines no CLAIMS list")
+        out.extend(claims)
     return out
 
 
@@ -155,3 +180,17 @@ def load_entry_points() -> list[Claim]:
             raise ImportError(f"cannot load claims from the installed {origin}: {type(exc).__name__}: {exc}") from exc
         added += register(found, origin=origin)
     return added
+
+
+def paper_commands() -> list:
+    """The :class:`sim.commands.Command` s the paper homes add to the command line: the
+    ``COMMANDS`` of each home's ``commands`` module, where it has one (the Markov home's
+    ``sweep``), in the homes' order."""
+    from sim.papers import paper_homes
+
+    out = []
+    for name in paper_homes():
+        module = _import_home_module(name, "commands", optional=True)
+        if module is not None:
+            out.extend(getattr(module, "COMMANDS", ()))
+    return out

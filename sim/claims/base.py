@@ -12,7 +12,6 @@ import dataclasses
 import random
 import re
 import traceback
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -20,7 +19,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..verdict import Assumption, Number, Outcome, TierResult, Verdict, tier_verdict
+from sim.seeds import derive_seed
+from sim.verdict import Assumption, Number, Outcome, TierResult, Verdict, tier_verdict
 
 __all__ = [
     "Source",
@@ -35,7 +35,6 @@ __all__ = [
     "summarize_instances",
     "search_counterexample",
     "per_case",
-    "stable_hash",
     "collect_claims",
 ]
 
@@ -65,11 +64,6 @@ def collect_claims(package: str, submodules: Sequence[str], order: Sequence[str]
         for c in mod.CLAIMS:
             found[c.id] = c
     return [found[i] for i in order if i in found] + [c for i, c in found.items() if i not in order]
-
-
-def stable_hash(text: str) -> int:
-    """A hash of ``text`` that is the same in every process (unlike ``hash``)."""
-    return zlib.crc32(text.encode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -306,8 +300,7 @@ class Context:
 
     def seed_for(self, purpose: str) -> int:
         """A 32-bit seed for ``purpose``, reported next to the numbers it produced."""
-        ss = np.random.SeedSequence(self.seed, spawn_key=(stable_hash(self.claim.id), stable_hash(purpose)))
-        return int(ss.generate_state(1)[0])
+        return derive_seed(self.seed, self.claim.id, purpose)
 
     def rng(self, purpose: str) -> np.random.Generator:
         return np.random.default_rng(self.seed_for(purpose))
@@ -514,7 +507,7 @@ class _Climb:
 def _witness_text(rec: Mapping[str, Any]) -> str:
     import json
 
-    from ..verdict import to_jsonable
+    from sim.verdict import to_jsonable
 
     return json.dumps(to_jsonable(dict(rec)), default=str)
 
@@ -526,7 +519,7 @@ def _polish_and_report(ctx: "Context", climb: _Climb, polish, margin, meets, vio
     Returns ``(violation, numbers)``: a polished input that meets every assumption and violates the
     conclusion (None if there is none, or if the search ``found`` one already), and the Numbers of the
     closest approach (smallest margin, with its witness), the budget, the starts and the optimiser."""
-    from ..tightness import NoFiniteValue, optimise
+    from sim.tightness import NoFiniteValue, optimise
 
     numbers: list[Number] = []
     closest = climb.best[0] if climb.best else None

@@ -15,8 +15,8 @@ import numpy as np
 from theory import CausalTree, stationary
 from theory.markov import closed_classes
 
-from ..priors import Dirichlet, Floor, Prior
-from ..sampling import random_recursive_parents
+from sim.priors import Dirichlet, Floor, Prior
+from sim.sampling import random_recursive_parents
 
 __all__ = ["Instance", "default_root", "default_root_name", "chain_structure", "batch_chain_structure", "prior_for", "draw_matrices", "w_instances",
            "root_laws", "record_matrix", "DEFAULT_W_PRIOR", "UNIFORM_FALLBACK"]

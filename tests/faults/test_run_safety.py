@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from sim.cli import EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
-from sim.runner import RunConfig, RunError, _FolderLock, run
+from sim.runner import RunConfig, RunError, _FolderLock
 
 from .conftest import strict_json
 

@@ -1,9 +1,8 @@
 """Samplers against the exact laws of theory/, numpy against torch, and purpose-split randomness."""
 import numpy as np
-import pytest
 import torch
 
-from sim.sampling import (batched_stationary, categorical, dirichlet_rows, random_recursive_parents,
+from sim.sampling import (categorical, dirichlet_rows, random_recursive_parents,
                           sample_n_prompts, sample_n_prompts_torch, sample_tree_sequences, sample_w_prompts,
                           sample_w_prompts_torch)
 from theory import CausalTree, pairwise_joint, stationary
@@ -105,18 +104,6 @@ def test_dirichlet_rows_small_alpha_never_underflows_and_has_right_mean():
     assert np.isfinite(pis).all() and np.allclose(pis.sum(-1), 1)
     m = pis[:, 0, 0]
     assert abs(m.mean() - 0.1) < Z * m.std() / np.sqrt(m.size)  # E = alpha / (d alpha) = 1/d
-
-
-def test_batched_stationary_matches_gth_including_reducible_fallback():
-    rng = np.random.default_rng(8)
-    pis = rng.dirichlet(np.ones(4), size=(50, 4))
-    pis[0] = [[1, 0, 0, 0], [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5], [0, 0, 0.5, 0.5]]  # two closed classes
-    with pytest.raises(Exception, match="closed classes"):
-        batched_stationary(pis)
-    pis[0] = [[0.5, 0.5, 0, 0], [1e-300, 1 - 1e-300, 0, 0], [0.2, 0.2, 0.3, 0.3], [0.1, 0.1, 0.4, 0.4]]
-    mu = batched_stationary(pis)
-    for b in range(50):
-        np.testing.assert_allclose(mu[b], stationary(pis[b]), atol=1e-12)
 
 
 def test_randomness_is_split_by_purpose():

@@ -23,7 +23,7 @@ def test_run_ids_are_stable_and_name_the_function():
     a = run_id(SELFTEST, {"seed": 1, "n": 2})
     assert a == run_id(SELFTEST, {"n": 2, "seed": 1}) and len(a) == 16
     assert a != run_id(SELFTEST, {"seed": 2, "n": 2})
-    assert a != run_id("sim.markov_icl:run_markov", {"seed": 1, "n": 2})
+    assert a != run_id("sim.papers.markov.task:run_markov", {"seed": 1, "n": 2})
     with pytest.raises(SweepError, match="cannot be imported by a worker"):
         run_sweep(lambda p: p, [{}], "unused", executor="serial")
     with pytest.raises(SweepError, match="unknown executor 'threads'"):
@@ -73,7 +73,7 @@ def test_local_pool_one_thread_each_and_a_killed_worker_loses_only_its_run(tmp_p
 
 
 def test_local_pool_records_a_run_that_raises(tmp_path):
-    res = run_sweep("sim.markov_icl:run_markov", [{"K": 0}], tmp_path, executor="local", workers=1)
+    res = run_sweep("sim.papers.markov.task:run_markov", [{"K": 0}], tmp_path, executor="local", workers=1)
     assert not res.complete and "K must be a positive integer" in next(iter(res.failed.values()))
 
 
@@ -119,8 +119,8 @@ def test_the_dask_cluster_listens_on_loopback_only(cluster):
 
 def test_local_and_dask_give_identical_training_runs(cluster, tmp_path):
     params = grid(TINY, seed=[0, 1])
-    local = run_sweep("sim.markov_icl:run_markov", params, tmp_path / "local", executor="local", workers=2)
-    remote = run_sweep("sim.markov_icl:run_markov", params, tmp_path / "dask", executor="dask",
+    local = run_sweep("sim.papers.markov.task:run_markov", params, tmp_path / "local", executor="local", workers=2)
+    remote = run_sweep("sim.papers.markov.task:run_markov", params, tmp_path / "dask", executor="dask",
                        address=cluster.scheduler_address)
     assert local.complete and remote.complete
     assert local.ids == remote.ids
@@ -152,3 +152,29 @@ def test_dask_without_an_address_is_a_clear_error(tmp_path):
     pytest.importorskip("distributed")
     with pytest.raises(SweepError, match="needs a scheduler address"):
         run_sweep(SELFTEST, [{"seed": 0}], tmp_path, executor="dask")
+
+
+# ---------------------------------------------------------------- map_runs: in memory ---
+def test_map_runs_returns_results_in_order_the_same_on_every_executor(tmp_path):
+    from sim.sweep import map_runs
+
+    params = [{"seed": s, "n": 3, "sleep": 0.2 if s == 0 else 0} for s in (0, 1, 2)]  # the first finishes last
+    serial = map_runs(SELFTEST, params, executor="serial")
+    local = map_runs(SELFTEST, params, executor="local", workers=2)
+    assert [r["values"] for r in serial] == [r["values"] for r in local]
+    assert serial[0]["values"] != serial[1]["values"] and all(r["torch_threads"] == 1 for r in local)
+    assert not any(tmp_path.iterdir())  # nothing written
+    assert map_runs(SELFTEST, [], executor="local") == []
+
+
+def test_map_runs_raises_on_the_first_failed_run_with_its_traceback(tmp_path):
+    from sim.sweep import map_runs
+
+    flag = tmp_path / "crash"
+    flag.write_text("")
+    with pytest.raises(SweepError, match=r"(?s)run 2 of 2 .* failed:\n.*died"):
+        map_runs(SELFTEST, [{"seed": 0}, {"seed": 1, "crash_if": str(flag)}], executor="local", workers=2)
+    with pytest.raises(SweepError, match=r"(?s)run 1 of 1 .* failed:\n.*Traceback.*ValueError"):
+        map_runs(SELFTEST, [{"seed": 0, "n": "not a number"}], executor="serial")
+    with pytest.raises(SweepError, match="unknown executor"):
+        map_runs(SELFTEST, [{}], executor="threads")

@@ -9,7 +9,7 @@ import pytest
 
 from sim.claims import load_plugin
 from sim.claims.base import Context
-from sim.claims.wei.information import W_L3, _bracket_ratio, _channel_and_input, _l3_ratio_to_bound
+from sim.papers.wei.claims.information import W_L3, _bracket_ratio, _channel_and_input, _l3_ratio_to_bound
 from sim.tightness import (EXACT_LABEL, INF_LABEL, SUP_LABEL, Tightness, floored_rows, floored_rows_inverse, label_for,
                            optimise, positive_stationary, report_tightness)
 from sim.verdict import FindingKind, Outcome, TierResult, Verdict

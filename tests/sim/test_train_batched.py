@@ -18,9 +18,9 @@ def _assert_same(batched, alone, atol):
 
 
 def test_n_reduced_models_batched_equal_each_alone():
-    from sim.claims.nichani.task import n_graph
-    from sim.claims.nichani.training import NTask, reduced_loss, task_sampler
-    from sim.models import ReducedModel
+    from sim.papers.nichani.claims.task_laws import n_graph
+    from sim.papers.nichani.training import NTask, reduced_loss, task_sampler
+    from sim.papers.nichani.model import ReducedModel
 
     S, T, M = 4, 6, 3
     task = NTask(S, T, tuple(n_graph("chain", T).tolist()))
@@ -43,7 +43,7 @@ def test_n_reduced_models_batched_equal_each_alone():
 
 
 def test_w_models_batched_equal_each_alone_under_adam_with_weight_decay():
-    from sim.claims.wei.training import WRecipe, WTask, init_wei_model
+    from sim.papers.wei.training import WRecipe, WTask, init_wei_model
 
     d, L, H, M = 3, 2, 5, 2
     pis = [np.random.default_rng(k).dirichlet(np.ones(d), d) for k in range(M)]
@@ -61,7 +61,7 @@ def test_w_models_batched_equal_each_alone_under_adam_with_weight_decay():
 
 
 def test_train_batched_refuses_what_it_cannot_do():
-    from sim.models import ReducedModel
+    from sim.papers.nichani.model import ReducedModel
 
     m = [ReducedModel.init(3, 4, 0.1)]
     cfg = TrainConfig(stages=(Stage(1, 1.0, optimizer="sgd"),))
@@ -74,8 +74,8 @@ def test_train_batched_refuses_what_it_cannot_do():
 
 
 def test_train_reduced_many_gives_train_reduceds_models():
-    from sim.claims.nichani.task import n_graph
-    from sim.claims.nichani.training import NTask, clear_cache, train_reduced, train_reduced_many
+    from sim.papers.nichani.claims.task_laws import n_graph
+    from sim.papers.nichani.training import NTask, clear_cache, train_reduced, train_reduced_many
 
     task = NTask(4, 6, tuple(n_graph("chain", 6).tolist()))
     hp = dict(beta0=6 ** -1.5, lr1=40.0, steps1=6, lr2=3.0, steps2=4, batch=32)

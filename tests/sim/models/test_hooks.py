@@ -3,7 +3,8 @@ import pytest
 import torch
 from torch import nn
 
-from sim.models import HookPoint, WeiTransformer, hook_points, run_with_cache, run_with_hooks
+from sim.models import HookPoint, hook_points, run_with_cache, run_with_hooks
+from sim.papers.wei.model import WeiTransformer
 
 
 class Toy(nn.Module):

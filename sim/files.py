@@ -1,0 +1,81 @@
+"""Files a run writes and reads: atomic writes, strict JSON, a run folder's ``run.json``.
+
+Kept apart from the runner so that the report, the sweep, the corpus and the CLI can write
+and read results without importing the runner (and the runner can call the report).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from sim.verdict import Verdict
+
+__all__ = ["RUN_SCHEMA", "RunError", "dump_json", "atomic_write_text", "read_run_json", "claim_counts"]
+
+#: Marks a folder as an icl-verify run (in its run.json): the only non-empty folder a run writes into.
+RUN_SCHEMA = "icl-verify/run/v1"
+
+
+class RunError(RuntimeError):
+    """A run could not start (bad configuration, a resume that does not match)."""
+
+
+def dump_json(obj) -> str:
+    """Strict JSON (no NaN or Infinity: ``to_jsonable`` writes them as strings first)."""
+    return json.dumps(obj, indent=2, allow_nan=False)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader (or a killed run) never sees half a file.
+
+    The file gets the usual permissions (0666 less the umask), like the figures beside it,
+    not mkstemp's private 0600."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_run_json(out_dir: Path) -> dict | None:
+    """The run.json of an icl-verify run folder, or None when ``out_dir`` holds none.
+
+    A run.json that does not parse, or that lacks a run's keys, is an error: the folder is
+    then neither a run nor free to use."""
+    path = Path(out_dir) / "run.json"
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path} is not a run's run.json ({exc}); nothing was written. Use another --out") from None
+    if not isinstance(doc, dict) or not {"run_id", "config", "config_hash"} <= set(doc):
+        raise RunError(f"{path} is not an icl-verify run.json (it lacks run_id, config or config_hash); nothing was "
+                       "written. Use another --out")
+    return doc
+
+
+def claim_counts(dicts: Sequence[dict]) -> dict[str, int]:
+    """How many claims got each verdict (every verdict present, 0 when none)."""
+    counts = {v.value: 0 for v in Verdict}
+    for d in dicts:
+        counts[d["verdict"]] += 1
+    return counts

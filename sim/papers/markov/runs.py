@@ -1,0 +1,230 @@
+"""Shared machinery of the trained Markov-chain claims (G.1, G.2, E.1): turning a profile's
+settings into sweep runs, reading a run's nearest strategy with its paired error bar, and
+the figures."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from sim.papers.markov.task import (MarkovRunSpec, audit_strategies, evaluation_sets, kl_per_sequence, predict, run_chains,
+                          score_predictions)
+from sim.sweep import run_sweep
+
+#: Phases a trained model is placed in: the four strategies of G, plus "uniform" for a model
+#: still at its initial plateau (G2 with add-alpha and a short context is close to uniform,
+#: so without it an untrained model would be read as G2).
+PHASES = ("uniform", "G1", "G2", "M1", "M2")
+_SPEC_FIELDS = {f.name for f in dataclasses.fields(MarkovRunSpec)}
+
+
+def run_params(ctx, **extra) -> dict[str, Any]:
+    """A run's parameters from the active profile's settings (keys that are
+    :class:`MarkovRunSpec` fields), the user's prior (as its spec string), the device and
+    ``extra``."""
+    p = {k: (list(v) if isinstance(v, tuple) else v) for k, v in ctx.settings.items() if k in _SPEC_FIELDS}
+    if ctx.prior is not None:
+        p["prior"] = ctx.prior.spec()
+    p.update(extra)
+    if ctx.device != "cpu":
+        p["device"] = ctx.device
+    return p
+
+
+def sweep_records(ctx, name: str, params_list: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Run the grid through :func:`sim.sweep.run_sweep` in ``OUT/sweeps/<claim>-<name>/``
+    (finished runs are reused on a rerun: a killed claim resumes) and return the records
+    in grid order. Executor: settings ``executor`` (``local`` on CPU, ``serial`` on CUDA by
+    default), ``workers``, ``address`` (Dask). Raises when a run failed."""
+    executor = ctx.settings.get("executor") or ("local" if ctx.device == "cpu" else "serial")
+    out = ctx.out_dir / "sweeps" / f"{ctx.claim.id}-{name}"
+    res = run_sweep("sim.papers.markov.task:run_markov", params_list, out, executor=executor,
+                    workers=ctx.settings.get("workers") or os.cpu_count(), address=ctx.settings.get("address"),
+                    progress=ctx.progress)
+    if res.failed:
+        reasons = "; ".join(f"{rid}: {msg.strip().splitlines()[-1]}" for rid, msg in res.failed.items())
+        raise RuntimeError(f"{len(res.failed)} of {len(res.ids)} training runs failed ({reasons}); "
+                           f"rerun the claim to resume (finished runs in {out} are kept)")
+    return [res.records[i]["result"] for i in res.ids]
+
+
+def check_labels(labels: Mapping[str, str]) -> None:
+    """The instrument's own check: each phase label must compute that strategy's definition
+    (a table with labels swapped, e.g. G2 <-> M2, is caught before any training)."""
+    table = {label: (lambda s: lambda x, **kw: predict(s, x, **kw))(strategy) for label, strategy in labels.items()}
+    bad = audit_strategies(table)
+    if bad:
+        raise ValueError("strategy labels disagree with their definitions (brute force): "
+                         + ", ".join(f"{k} (max deviation {v:.3g}; computes {labels[k]})" for k, v in sorted(bad.items())))
+
+
+def curve(rec, which: str, label: str, labels: Mapping[str, str] | None = None) -> np.ndarray:
+    return np.asarray(rec["eval"][which][(labels or {}).get(label, label)], dtype=float)
+
+
+def placement(rec, which: str, phases: Sequence[str], index: int = -1,
+              labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Nearest phase at evaluation ``index``: ``{"phase", "runner_up", "margin", "se", "kl"}``,
+    ``margin = KL(runner-up) - KL(nearest)`` and ``se`` its paired standard error over the
+    evaluation sequences."""
+    labels = dict(labels or {p: p for p in phases})
+    order = rec["pair_order"]
+    kl = {p: float(rec["eval"][which][labels[p]][index]) for p in phases}
+    ranked = sorted(phases, key=lambda p: kl[p])
+    best, second = ranked[0], ranked[1]
+    pse = rec["eval"][which]["pair_se"][index]
+    se = float(pse[order.index(labels[second])][order.index(labels[best])])
+    return {"phase": best, "runner_up": second, "margin": kl[second] - kl[best], "se": se, "kl": kl,
+            "step": rec["steps"][index]}
+
+
+def phase_series(rec, which: str, phases: Sequence[str], labels=None) -> list[str]:
+    return [placement(rec, which, phases, i, labels)["phase"] for i in range(len(rec["steps"]))]
+
+
+def compact(seq: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for s in seq:
+        if not out or out[-1] != s:
+            out.append(s)
+    return out
+
+
+def seeds_spread(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error over seeds, or over evaluation sequences (0 for one value)."""
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), (float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0)
+
+
+# ------------------------------------------------------------- negative controls ---
+# A control model is scored on the very evaluation sequences of the trained run it stands
+# beside (rebuilt from the run's parameters), so its record has the shape a training run
+# writes and goes through the claim's own deciding check unchanged.
+Predictor = Callable[[np.ndarray, str], np.ndarray]  # (inputs (n, T), set name) -> probabilities (n, T, C)
+
+
+class EvalSets:
+    """The evaluation sets of one run (:func:`sim.papers.markov.task.evaluation_sets`), built once from
+    the run's parameters; scores control models and the strategies against each other."""
+
+    def __init__(self, params: Mapping[str, Any]):
+        spec = MarkovRunSpec.from_dict({k: v for k, v in params.items() if k in _SPEC_FIELDS})
+        P, mu = run_chains(spec)
+        self.spec, self.P, self.mu = spec, P, mu
+        self.sets = evaluation_sets(spec, P, mu)
+
+    def record(self, steps: Sequence[float], predictors: Sequence[Predictor]) -> dict[str, Any]:
+        """A record (the shape :func:`sim.papers.markov.task.train_markov` writes) of a model whose
+        prediction at evaluation ``i`` (step ``steps[i]``) is ``predictors[i]``."""
+        rec: dict[str, Any] = {"steps": list(steps), "eval": {}, "pair_order": list(self.spec.strategies)}
+        for fn in predictors:
+            for which, (inp, preds, targets) in self.sets.items():
+                q = np.asarray(fn(inp, which), dtype=float)
+                with np.errstate(divide="ignore"):
+                    row = score_predictions(preds, np.log(q), targets)
+                ev = rec["eval"].setdefault(which, {})
+                for name, (v, se) in row.items():
+                    ev.setdefault(name, []).append(v)
+                    if name != "pair_se":
+                        ev.setdefault(name + "_se", []).append(se)
+        return rec
+
+    def separations(self) -> dict[str, dict[str, dict[str, tuple[float, float]]]]:
+        """``{which: {a: {b: (mean KL(p_a || p_b), its standard error)}}}`` over the sequences:
+        how far apart the strategies themselves are, measured as the model is (``p_b`` in the
+        model's place). A strategy's zero probabilities are floored at 1e-300 (a finite, very
+        large distance)."""
+        out = {}
+        for which, (_, preds, _) in self.sets.items():
+            logs = {b: np.log(np.maximum(p, 1e-300)) for b, p in preds.items()}
+            out[which] = {a: {b: seeds_spread(kl_per_sequence(preds[a], logs[b])) for b in preds if b != a}
+                          for a in preds}
+        return out
+
+
+def frozen_record(rec: Mapping[str, Any], index: int = 0) -> dict[str, Any]:
+    """``rec`` with every evaluation replaced by evaluation ``index`` (``0``: the model as
+    initialised, i.e. never trained), on the same steps."""
+    return _reindexed(rec, [index] * len(rec["steps"]))
+
+
+def reversed_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """``rec``'s evaluations in reverse order on the same steps: the same models, their
+    stages run backwards."""
+    return _reindexed(rec, list(range(len(rec["steps"]) - 1, -1, -1)))
+
+
+def _reindexed(rec, order):
+    ev = {which: {name: [vals[i] for i in order] for name, vals in row.items()} for which, row in rec["eval"].items()}
+    return {**rec, "eval": ev}
+
+
+COLORS = {"uniform": "#bbbbbb", "G1": "#9ecae1", "G2": "#08519c", "M1": "#fdae6b", "M2": "#d94801",
+          "unigram": "#9ecae1", "bigram": "#08519c"}
+
+
+def phase_diagram(path, title: str, rows: Sequence[tuple[str, Any]], which: str, phases: Sequence[str],
+                  labels=None) -> None:
+    """One band per (row label, record): evaluation steps on a log axis, coloured by the
+    nearest phase."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    fig, ax = plt.subplots(figsize=(5.6, 0.35 * len(rows) + 1.6), dpi=110)
+    for y, (name, rec) in enumerate(rows):
+        steps = np.maximum(np.asarray(rec["steps"], dtype=float), 1.0)
+        ser = phase_series(rec, which, phases, labels)
+        edges = np.concatenate([steps, [steps[-1] * 1.05]])
+        for i, ph in enumerate(ser):
+            ax.barh(y, edges[i + 1] - edges[i], left=edges[i], height=0.8, color=COLORS.get(ph, "k"), linewidth=0)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r[0] for r in rows], fontsize=7)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("training chains K, seed")
+    ax.set_title(title, fontsize=9)
+    ax.legend(handles=[Patch(color=COLORS[p], label=p) for p in phases], fontsize=7, ncol=len(phases),
+              loc="upper center", bbox_to_anchor=(0.5, -0.18 if len(rows) > 4 else -0.3), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def distance_curves(path, title: str, groups: Sequence[tuple[str, Sequence[Any]]], which: str,
+                    phases: Sequence[str], labels=None) -> None:
+    """KL to each strategy against the training step: one panel per group (e.g. one K),
+    mean over seeds with the seeds' range shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(groups), figsize=(min(5.0 * len(groups), 11), 3.6), dpi=110, squeeze=False)
+    for ax, (name, recs) in zip(axes[0], groups):
+        n = min(len(r["steps"]) for r in recs)
+        steps = np.maximum(np.asarray(recs[0]["steps"][:n], dtype=float), 1.0)
+        for p in phases:
+            ys = np.array([curve(r, which, p, labels)[:n] for r in recs])
+            ax.plot(steps, ys.mean(axis=0), color=COLORS.get(p), label=p, lw=1.4)
+            if len(recs) > 1:
+                ax.fill_between(steps, ys.min(axis=0), ys.max(axis=0), color=COLORS.get(p), alpha=0.2, lw=0)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("training step")
+        ax.set_ylabel(f"KL(strategy || model), {which}")
+        ax.set_title(name, fontsize=9)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def rel(ctx, path) -> str:
+    return str(path.relative_to(ctx.out_dir))

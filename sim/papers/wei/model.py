@@ -1,0 +1,311 @@
+"""W's two-layer disentangled transformer (Wei, Chen, He & Yang, ICLR 2026, sections 3-4).
+
+Prompt and indices (0-based here; W writes ``l in [L+1]``, ``h in [H]``)
+--------------------------------------------------------------------------
+``tokens[b, l, h]``, shape ``(B, L+1, H)``, int64 in ``0..d-1``: examples ``l = 0..L-1``
+are the context, example ``l = L`` is the target ``x^{L+1}``. The model predicts
+``x^{L+1}_h`` for ``h = 1..H-1`` (position 0 has no candidate parent); ``forward``
+returns log-probabilities of shape ``(B, H-1, d)`` whose row ``h-1`` is the prediction
+for position ``h``.
+
+Layer 1: K relative-position heads (the "copier")
+-------------------------------------------------
+For the query at target position ``(L, h)`` and a key at context position ``(l_j, h_j)``
+head ``k`` scores
+
+    s^k(h; l_j, h_j) = w_H[k, h - h_j + H - 1] + w_L[k, l_j],
+
+i.e. column ``H - 1`` of ``w_H`` is the offset 0 (W's ``w^H[0]``) and column ``o + H - 1``
+the offset ``o = h - h_j``. The softmax runs over the ``L*H`` *context* positions only
+(flattened as ``n = l_j * H + h_j``), never over target tokens, so the token being
+predicted cannot reach its own prediction (CLAIMS W.T1). W writes ``w^L in R^L`` as a
+function ``w^L(L+1, l_j)`` of the key's example only, because the query is always in
+example ``L+1``; ``w_L[k, l]`` is that reading. Only the target positions' layer-1 outputs
+enter layer 2, so only those are computed: scores of shape ``(B, K, H, L*H)``; they do not
+depend on the tokens (the batch axis of the hook is a broadcast view). The output is
+``u^k_h = sum_n A^k[h, n] onehot(x_n)`` in ``R^d``.
+
+Disentangled residual and layer 2
+---------------------------------
+``z_h = [x^{L+1}_h, u^0_h, ..., u^{K-1}_h]`` in ``R^{(K+1) d}``; ``v_h = [u^0_h, ..., u^{K-1}_h]``
+(head-major: ``v_h[k*d + s] = u^k_h[s]``). One bilinear head, query ``h``, keys ``h' < h``:
+
+    score(h, h') = v_{h'}^T W_KQ v_h,      A(h, .) = softmax_{h' < h} score(h, h'),
+
+which is W's block-sparse ``W_KQ`` (the ``x``-block is zero by construction: only the
+``(K d, K d)`` block is a parameter, so ``x^{L+1}_h`` never enters its own score).
+Keys sit on the left, as ``log pi[parent, child]`` does: with ``W_KQ = blockdiag(log pi)``
+and exact copying, ``score(h, h') = sum_l log pi[x^l_{h'}, x^l_h]`` (W Lemma 1's logit).
+
+Output (``W_OV`` acts on the ``x``-block of the keys, row convention ``e_x^T W_OV``):
+
+- ``"mixture"`` (default): ``f_h = sum_{h'} A(h, h') softmax(W_OV)[x^{L+1}_{h'}, :]``, the
+  mixture in W's pseudo-code; with ``softmax(W_OV) = pi`` it is the BMA predictive.
+- ``"logits"``: ``f_h = softmax( sum_{h'} A(h, h') W_OV[x^{L+1}_{h'}, :] )``, W's formula
+  ``sigma(z^T W_KQ z)^T z^T W_OV`` read as logits followed by a softmax.
+
+:class:`WeiContinuous` is the same architecture on real vectors (W section 8, Prop 2).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from sim.models.hooks import HookPoint
+
+__all__ = ["WeiTransformer", "WeiContinuous", "wei_construction", "OUTPUTS"]
+
+OUTPUTS = ("mixture", "logits")
+
+
+# ------------------------------------------------------------------------ shared pieces --
+def _check_layer_params(w_H: Tensor, w_L: Tensor, W_KQ: Tensor) -> tuple[int, int, int]:
+    """Return ``(K, L, H)`` after checking the shapes of the two layers' parameters."""
+    if w_H.ndim != 2 or w_H.shape[1] % 2 == 0:
+        raise ValueError(f"w_H must have shape (K, 2H-1), got {tuple(w_H.shape)}")
+    K, H = w_H.shape[0], (w_H.shape[1] + 1) // 2
+    if w_L.ndim != 2 or w_L.shape[0] != K:
+        raise ValueError(f"w_L must have shape (K={K}, L), got {tuple(w_L.shape)}")
+    L = w_L.shape[1]
+    if W_KQ.ndim != 2 or W_KQ.shape[0] != W_KQ.shape[1] or W_KQ.shape[0] % K:
+        raise ValueError(f"W_KQ must have shape (K d, K d) with K={K}, got {tuple(W_KQ.shape)}")
+    return K, L, H
+
+
+def _layer1_scores(w_H: Tensor, w_L: Tensor, H: int) -> Tensor:
+    """RPE scores of the target's queries ``h = 0..H-1`` over the ``L*H`` context keys, ``(K, H, L*H)``."""
+    K, L = w_L.shape
+    H_max = (w_H.shape[1] + 1) // 2
+    pos = torch.arange(H, device=w_H.device)
+    offset = pos[:, None] - pos[None, :] + H_max - 1  # (H, H) [h, h_j] -> column of w_H
+    s_H = w_H[:, offset]  # (K, H, H)  [k, h, h_j]
+    s = s_H[:, :, None, :] + w_L[:, None, :, None]  # (K, H, L, H)  [k, h, l_j, h_j]
+    return s.reshape(K, H, L * H)  # (K, H, L*H), key n = l_j * H + h_j
+
+
+def _layer2_scores(v: Tensor, W_KQ: Tensor) -> Tensor:
+    """``scores[b, h, h'] = v_{h'}^T W_KQ v_h`` with keys ``h' < h`` only (others ``-inf``), ``(B, H, H)``."""
+    H = v.shape[1]
+    Wv = v @ W_KQ.T  # (B, H, Kd): Wv[b, h] = W_KQ v_h
+    scores = Wv @ v.transpose(1, 2)  # (B, H, H): [b, h, h'] = v_h'^T W_KQ v_h
+    earlier = torch.ones(H, H, dtype=torch.bool, device=v.device).tril(diagonal=-1)  # (H, H) h' < h
+    return scores.masked_fill(~earlier, float("-inf"))  # (B, H, H)
+
+
+def _layer2_pattern(scores: Tensor) -> Tensor:
+    """Row-softmax of masked scores; row 0 (no candidate) is all zeros, ``(B, H, H)``."""
+    B, H, _ = scores.shape
+    rest = torch.softmax(scores[:, 1:, :], dim=-1)  # (B, H-1, H), rows h = 1..H-1
+    return torch.cat([rest.new_zeros(B, 1, H), rest], dim=1)  # (B, H, H)
+
+
+def _hook_group(*names: str) -> nn.ModuleDict:
+    return nn.ModuleDict({n: HookPoint() for n in names})
+
+
+class _WeiBase(nn.Module):
+    """Parameters and the two attention layers shared by the discrete and continuous models."""
+
+    def __init__(self, w_H: Tensor, w_L: Tensor, W_KQ: Tensor, W_OV: Tensor):
+        super().__init__()
+        K, L, H = _check_layer_params(w_H, w_L, W_KQ)
+        d = W_KQ.shape[0] // K
+        if W_OV.shape != (d, d):
+            raise ValueError(f"W_OV must have shape (d, d) = ({d}, {d}), got {tuple(W_OV.shape)}")
+        self.d, self.L, self.H, self.K = d, L, H, K
+        self.w_H = nn.Parameter(w_H.detach().clone())  # (K, 2H-1), column H-1 = offset 0
+        self.w_L = nn.Parameter(w_L.detach().clone())  # (K, L)
+        self.W_KQ = nn.Parameter(W_KQ.detach().clone())  # (K d, K d), head-major blocks
+        self.W_OV = nn.Parameter(W_OV.detach().clone())  # (d, d)
+        self.layer1 = _hook_group("scores", "pattern")
+        self.layer2 = _hook_group("scores", "pattern")
+
+    def _attend(self, ctx: Tensor) -> Tensor:
+        """Both attention layers on context features ``ctx`` ``(B, L*H, d)``; returns the layer-2 pattern ``(B, H, H)``."""
+        B = ctx.shape[0]
+        H, K, d, L = self.H, self.K, self.d, self.L
+        s1 = _layer1_scores(self.w_H, self.w_L, H)  # (K, H, L*H)
+        edited = self.layer1["scores"].hook_fn is not None or self.layer1["pattern"].hook_fn is not None
+        s1b = self.layer1["scores"](s1.unsqueeze(0).expand(B, -1, -1, -1))  # (B, K, H, L*H), a view
+        if edited:  # a hook may make the pattern differ per prompt: the general (batched) product
+            a1 = self.layer1["pattern"](torch.softmax(s1b, dim=-1))  # (B, K, H, L*H)
+            u = a1 @ ctx.unsqueeze(1)  # (B, K, H, d): u[b, k, h] = sum_n a1[b, k, h, n] ctx[b, n]
+        else:
+            # Layer 1's scores do not depend on the tokens: one softmax on (K, H, L*H) and one matrix
+            # product with every prompt's features side by side, not B copies of the pattern.
+            a1 = torch.softmax(s1, dim=-1)  # (K, H, L*H)
+            self.layer1["pattern"](a1.unsqueeze(0).expand(B, -1, -1, -1))  # caching sees (B, K, H, L*H)
+            feats = ctx.transpose(0, 1).reshape(L * H, B * d)  # (L*H, B*d): column b*d + s = ctx[b, :, s]
+            u = (a1.reshape(K * H, L * H) @ feats).reshape(K, H, B, d).permute(2, 0, 1, 3)  # (B, K, H, d)
+        v = u.permute(0, 2, 1, 3).reshape(B, H, K * d)  # (B, H, K*d), head-major
+        s2 = self.layer2["scores"](_layer2_scores(v, self.W_KQ))  # (B, H, H)
+        return self.layer2["pattern"](_layer2_pattern(s2))  # (B, H, H)
+
+    def extra_repr(self) -> str:
+        return f"d={self.d}, L={self.L}, H={self.H}, K={self.K}"
+
+
+def _normal(shape, generator: torch.Generator, dtype) -> Tensor:
+    return torch.randn(shape, generator=generator, device=generator.device, dtype=dtype)
+
+
+# ---------------------------------------------------------------------- discrete model --
+class WeiTransformer(_WeiBase):
+    """W's two-layer disentangled transformer on one-hot tokens (W sections 3-4).
+
+    Parameters
+    ----------
+    w_H : Tensor, shape (K, 2H-1)
+        Inner-example relative-position scores; column ``o + H - 1`` is offset ``o = h - h_j``.
+    w_L : Tensor, shape (K, L)
+        Cross-example scores of the key's example ``l_j`` (query is always the target).
+    W_KQ : Tensor, shape (K d, K d)
+        Layer-2 bilinear form on ``v = [u^0..u^{K-1}]`` (head-major blocks).
+    W_OV : Tensor, shape (d, d)
+        Layer-2 output map on the key's token ``x^{L+1}_{h'}`` (row ``x`` is read).
+    output : {"mixture", "logits"}
+        See the module docstring.
+
+    ``forward(tokens)`` with ``tokens`` ``(B, L+1, H)`` int64 returns log-probabilities
+    ``(B, H-1, d)`` for ``x^{L+1}_{1..H-1}``. Hook points: ``layer1.scores``,
+    ``layer1.pattern`` ``(B, K, H, L*H)``; ``layer2.scores``, ``layer2.pattern`` ``(B, H, H)``
+    (strictly lower-triangular; row 0 has scores ``-inf`` and pattern 0).
+    """
+
+    def __init__(self, w_H: Tensor, w_L: Tensor, W_KQ: Tensor, W_OV: Tensor, output: str = "mixture"):
+        super().__init__(w_H, w_L, W_KQ, W_OV)
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
+        self.output = output
+
+    @classmethod
+    def init(cls, d: int, L: int, H: int, K: int | None = None, *, generator: torch.Generator,
+             scale: float = 0.02, wH0: float = 0.0, output: str = "mixture",
+             dtype: torch.dtype = torch.float32) -> "WeiTransformer":
+        """Random initialisation: every entry ``N(0, scale^2)`` from ``generator`` (on its device).
+
+        ``K`` defaults to ``L`` (one copier head per example, W section 9). ``wH0`` is added to
+        the offset-0 column of ``w_H`` of every head: W's implementation note (seed 000
+        section 9) says that entry should start well above the others; ``0`` is a plain init.
+        """
+        K = L if K is None else K
+        if min(d, L, H, K) < 1 or H < 2:
+            raise ValueError(f"need d, L, K >= 1 and H >= 2, got d={d}, L={L}, H={H}, K={K}")
+        w_H = _normal((K, 2 * H - 1), generator, dtype) * scale  # (K, 2H-1)
+        w_H[:, H - 1] += wH0
+        w_L = _normal((K, L), generator, dtype) * scale  # (K, L)
+        W_KQ = _normal((K * d, K * d), generator, dtype) * scale  # (Kd, Kd)
+        W_OV = _normal((d, d), generator, dtype) * scale  # (d, d)
+        return cls(w_H, w_L, W_KQ, W_OV, output=output)
+
+    def _check_tokens(self, tokens: Tensor) -> None:
+        if tokens.ndim != 3 or tokens.shape[1] != self.L + 1 or tokens.shape[2] != self.H:
+            raise ValueError(f"tokens must have shape (B, L+1={self.L + 1}, H={self.H}), got {tuple(tokens.shape)}")
+        if tokens.dtype != torch.int64:
+            raise ValueError(f"tokens must be integer (int64), got {tokens.dtype}")
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        self._check_tokens(tokens)
+        B, L, d = tokens.shape[0], self.L, self.d
+        ctx = F.one_hot(tokens[:, :L, :].reshape(B, -1), d).to(self.W_OV.dtype)  # (B, L*H, d), n = l*H + h
+        A = self._attend(ctx)[:, 1:, :]  # (B, H-1, H): rows h = 1..H-1, keys h' < h
+        target = tokens[:, L, :]  # (B, H)
+        if self.output == "mixture":
+            P = torch.softmax(self.W_OV, dim=-1)  # (d, d), row-stochastic
+            f = A @ P[target]  # (B, H-1, d): sum_h' A[h, h'] P[x_h', :]
+            return torch.log(f)  # (B, H-1, d)
+        logits = A @ self.W_OV[target]  # (B, H-1, d): sum_h' A[h, h'] W_OV[x_h', :]
+        return torch.log_softmax(logits, dim=-1)  # (B, H-1, d)
+
+    def loss(self, tokens: Tensor) -> Tensor:
+        """Mean cross-entropy of the predictions for ``x^{L+1}_{1..H-1}`` (nats)."""
+        logp = self(tokens)  # (B, H-1, d)
+        target = tokens[:, self.L, 1:]  # (B, H-1)
+        return -logp.gather(-1, target.unsqueeze(-1)).mean()
+
+
+def wei_construction(pi, L: int, H: int, beta: float, *, output: str = "mixture",
+                     dtype: torch.dtype = torch.float32, device=None) -> WeiTransformer:
+    """W Theorem 1's parameters: layer-2 attention -> BMA posterior as ``beta -> inf``.
+
+    - ``K = L`` heads; ``w_H[k, H-1] = +beta`` (offset 0), every other offset ``-beta``;
+    - ``w_L[k, l] = +beta`` if ``l == k`` else ``-beta`` (head ``k`` copies example ``k``);
+    - ``W_KQ = blockdiag(log pi, ..., log pi)``, so with exact copies
+      ``score(h, h') = sum_l log pi[x^l_{h'}, x^l_h]`` (W Lemma 1);
+    - ``W_OV = log pi``, so ``softmax(W_OV) = pi`` row-wise.
+
+    Head ``k``'s copy of ``x^k_h`` has weight ``e^{2 beta} / (e^{2 beta} + (L+H-2) + (L-1)(H-1) e^{-2 beta})``,
+    so the layer-2 scores approach W's logits at rate ``O((L+H) e^{-2 beta})``.
+
+    Parameters
+    ----------
+    pi : array_like, shape (d, d), row-stochastic with every entry ``> 0``
+    L, H : int
+    beta : float
+
+    Raises
+    ------
+    ValueError
+        If ``pi`` has a zero entry (``log pi = -inf``); the message names it. A
+        non-stochastic ``pi`` raises ``theory.TheoryError`` (a ``ValueError``).
+    """
+    from theory import validate_stochastic
+
+    pi_np = validate_stochastic(pi.detach().cpu().numpy() if isinstance(pi, Tensor) else pi)
+    zeros = np.argwhere(pi_np <= 0)
+    if zeros.size:
+        r, c = zeros[0]
+        raise ValueError(f"pi[{r}, {c}] = {pi_np[r, c]}: W's construction uses log pi (W_KQ blocks and W_OV), "
+                         "which needs every entry of pi > 0")
+    if L < 1 or H < 2:
+        raise ValueError(f"need L >= 1 and H >= 2, got L={L}, H={H}")
+    log_pi = torch.as_tensor(np.log(pi_np), dtype=dtype, device=device)  # (d, d)
+    w_H = torch.full((L, 2 * H - 1), -float(beta), dtype=dtype, device=device)  # (K, 2H-1)
+    w_H[:, H - 1] = float(beta)
+    w_L = torch.full((L, L), -float(beta), dtype=dtype, device=device)  # (K, L)
+    w_L.fill_diagonal_(float(beta))
+    W_KQ = torch.block_diag(*([log_pi] * L))  # (L d, L d)
+    return WeiTransformer(w_H, w_L, W_KQ, log_pi.clone(), output=output)
+
+
+# --------------------------------------------------------------------- continuous model --
+class WeiContinuous(_WeiBase):
+    """W's architecture on real vectors (W section 8, Proposition 2), for claim W.P2.
+
+    Inputs ``x`` ``(B, L+1, H, d)`` float: context examples ``0..L-1``, target ``L``.
+    Layer 1 is the same RPE copier (it copies vectors: ``u^k_h = sum_n A^k[h, n] x_n``),
+    layer 2 the same bilinear head ``v_{h'}^T W_KQ v_h`` over keys ``h' < h``; the output
+    is the regression ``pred_h = sum_{h'} A(h, h') x^{L+1}_{h'}^T W_OV`` (row convention,
+    as the discrete ``e_x^T softmax(W_OV)``: for ``x_h = rho A^T x_pa(h) + noise`` the
+    matching map is ``W_OV = rho A``). ``forward`` returns ``(B, H-1, d)`` predictions for
+    ``x^{L+1}_{1..H-1}``; ``loss`` is the mean squared error over batch, positions and
+    coordinates (``F.mse_loss``). Hook points as in :class:`WeiTransformer`.
+    """
+
+    @classmethod
+    def init(cls, d: int, L: int, H: int, K: int | None = None, *, generator: torch.Generator,
+             scale: float = 0.02, wH0: float = 0.0, dtype: torch.dtype = torch.float32) -> "WeiContinuous":
+        """Random initialisation as :meth:`WeiTransformer.init`."""
+        K = L if K is None else K
+        if min(d, L, H, K) < 1 or H < 2:
+            raise ValueError(f"need d, L, K >= 1 and H >= 2, got d={d}, L={L}, H={H}, K={K}")
+        w_H = _normal((K, 2 * H - 1), generator, dtype) * scale  # (K, 2H-1)
+        w_H[:, H - 1] += wH0
+        w_L = _normal((K, L), generator, dtype) * scale  # (K, L)
+        W_KQ = _normal((K * d, K * d), generator, dtype) * scale  # (Kd, Kd)
+        W_OV = _normal((d, d), generator, dtype) * scale  # (d, d)
+        return cls(w_H, w_L, W_KQ, W_OV)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim != 4 or x.shape[1:] != (self.L + 1, self.H, self.d):
+            raise ValueError(f"x must have shape (B, L+1={self.L + 1}, H={self.H}, d={self.d}), got {tuple(x.shape)}")
+        B, L = x.shape[0], self.L
+        ctx = x[:, :L].reshape(B, L * self.H, self.d)  # (B, L*H, d), n = l*H + h
+        A = self._attend(ctx)[:, 1:, :]  # (B, H-1, H)
+        return A @ (x[:, L] @ self.W_OV)  # (B, H-1, d)
+
+    def loss(self, x: Tensor) -> Tensor:
+        """Mean squared error of the predictions for ``x^{L+1}_{1..H-1}``."""
+        return F.mse_loss(self(x), x[:, self.L, 1:])

@@ -1,0 +1,450 @@
+"""Training and evaluating W's two-layer transformer for the trained claims (W.E1, W.E2 in
+:mod:`.trained`; W.P2's trained tier in :mod:`.continuous_trained`): the task, the recipe,
+one run, a process pool of one-thread workers, and the statistics over seeds.
+
+The task (W sections 1-3; CLAIMS conventions, 0-based positions)
+------------------------------------------------------------------
+One transition matrix ``pi`` is drawn from the prior (``ctx.prior`` or the default
+floored Dirichlet(1), its own seed) and FIXED for the whole training run, so the model can
+store ``log pi`` and ``pi`` in its weights; every prompt gets a fresh random recursive tree
+(``pa(h) ~ Unif{0..h-1}``) shared by its ``L`` context examples and the target, roots from
+the stationary law. The model predicts the target's tokens ``h = 1..H-1``. Baselines on
+the same prompts: the BMA predictive (Bayes-optimal; W Lemma 1 / Theorem 1) and the best
+structure-blind predictor ``(1/h) sum_{h' < h} pi(x_h', .)`` (uniform attention over the
+candidate parents with the true pi).
+
+The training recipe (found here; W does not give one beyond seed 000 section 9)
+--------------------------------------------------------------------------------
+- Init: every parameter ``N(0, 0.02^2)``; the offset-0 entry of ``w_H`` starts ``wH0``
+  above the others (seed 000 section 9: "the middle entry of w^H starts well above the
+  others"); ``w_L`` gets a random one-to-one preference: head ``k`` starts ``perm_bias``
+  above the rest on example ``sigma(k)``, ``sigma`` a uniformly random permutation (our
+  reading of "the diagonal preference of w^L can be initialised at random"). With
+  ``wH0 = 8``, ``perm_bias = 2`` a head starts with about 0.45 (L = 10) or 0.78 (L = 3) of
+  its mass on its example's same-position token; the probes report the initial value.
+- Stage 1 (``steps1``): all parameters, Adam, cosine schedule, weight decay on ``W_KQ``
+  only. The decay is what makes the heads commit: without it the loss is nearly flat
+  along directions that blur the copies while ``W_KQ`` compensates, and Adam drifts there
+  (copier score falling from 0.82 to 0.70 in our runs).
+- Stage 2 (``steps2``): ``W_KQ`` and ``W_OV`` only, Adam, cosine, no decay, so ``W``
+  converges to ``log pi`` without the decay's shrinkage.
+
+Why not plain joint Adam from a small random start: the heads then stay spread over
+several examples (copier score 0.1-0.4 after 3,000 steps at L = 10), and with an
+i.i.d. random ``w_L`` the heads collide on the same examples and stay there (6 of 10
+examples covered after 6,000 steps, with or without weight decay), so the mechanism
+never completes. W.E1 therefore decides coverage only from the i.i.d. start (``paper`` profile).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from sim.threads import torch_threads
+from sim.graphs import random_recursive_parents_torch as recursive_parents_torch  # W's trees, drawn on the device
+from sim.verdict import Assumption, Number, Outcome, compare, margin_multiplier
+from sim.claims.base import Context
+from sim.claims.inputs import default_root, prior_for, record_matrix
+
+__all__ = [
+    "TASKS", "WTask", "WRecipe", "WRun", "recursive_parents_torch", "init_wei_model", "train_wei", "evaluate_wei",
+    "closed_fraction", "blind_bma_tv", "uniform_ov_error", "run_record", "threads_for",
+    "seed_number", "OUTCOME_VERDICT", "combine_outcomes", "ROUND_OFF", "strictly_above",
+    "task_assumptions", "train_job", "run_jobs", "train_seeds",
+]
+
+TASKS = ("w", "independent-trees", "fixed-tree")
+
+
+# ================================================================================ task ==
+@dataclass
+class WTask:
+    """W's prompts for one fixed ``pi``: tokens ``(B, L+1, H)`` (target = example ``L``).
+
+    ``kind``: ``"w"`` (W's task: a fresh tree per prompt, shared by context and target);
+    ``"independent-trees"`` (a wrong task: every example, the target included, has its own
+    tree, so the context says nothing about the target's parents); ``"fixed-tree"`` (one
+    tree for every prompt, drawn once from ``fixed_seed``).
+    """
+
+    pi: np.ndarray
+    L: int
+    H: int
+    kind: str = "w"
+    fixed_seed: int = 0
+    device: str = "cpu"
+
+    def __post_init__(self):
+        import torch
+
+        from theory.markov import stationary_batch
+
+        if self.kind not in TASKS:
+            raise ValueError(f"task kind must be one of {TASKS}, got {self.kind!r}")
+        self.pi = np.asarray(self.pi, dtype=np.float64)
+        root = default_root(self.pi)
+        mu = stationary_batch(self.pi[None])[0] if root is None else root
+        self.root_name = "stationary" if root is None else "uniform (stationary law not unique)"
+        self._pi = torch.as_tensor(self.pi, dtype=torch.float32, device=self.device)  # (d, d)
+        self._mu = torch.as_tensor(mu, dtype=torch.float32, device=self.device)  # (d,)
+        self._fixed = None
+        if self.kind == "fixed-tree":
+            g = torch.Generator(device=self.device).manual_seed(int(self.fixed_seed))
+            self._fixed = recursive_parents_torch(g, 1, self.H)  # (1, H)
+
+    @property
+    def d(self) -> int:
+        return self.pi.shape[0]
+
+    def draw(self, gen, B: int):
+        """``(tokens (B, L+1, H), parents (B, H))``; for independent trees the target's tree."""
+        from sim.sampling import sample_w_prompts_torch
+
+        d, L, H = self.d, self.L, self.H
+        if self.kind == "independent-trees":
+            n = B * (L + 1)
+            par = recursive_parents_torch(gen, n, H)  # (B*(L+1), H)
+            x = sample_w_prompts_torch(gen, self._pi.expand(n, d, d), par, 0, roots=self._mu.expand(n, d))
+            return x.reshape(B, L + 1, H), par.reshape(B, L + 1, H)[:, L]
+        par = self._fixed.expand(B, H) if self._fixed is not None else recursive_parents_torch(gen, B, H)
+        x = sample_w_prompts_torch(gen, self._pi.expand(B, d, d), par, L, roots=self._mu.expand(B, d))
+        return x, par
+
+    def sampler(self, recipe: "WRecipe") -> Callable:
+        """``sample(gen, step)`` for :func:`sim.train.train`: stage 1 draws ``batch1`` prompts, stage 2 ``batch2``."""
+        def sample(gen, step):
+            return self.draw(gen, recipe.batch1 if step < recipe.steps1 else recipe.batch2)[0]
+
+        return sample
+
+
+# ============================================================================ recipe ==
+@dataclass(frozen=True)
+class WRecipe:
+    """Init and two-stage schedule (module docstring). Frozen; saved with every result."""
+
+    steps1: int = 400
+    batch1: int = 256
+    lr1: float = 1e-2
+    wd1: float = 3e-3
+    steps2: int = 500
+    batch2: int = 512
+    lr2: float = 2e-2
+    wH0: float = 8.0
+    perm_bias: float = 2.0
+    init_scale: float = 0.02
+    wL_init: str = "permutation"  # permutation | iid
+    log_every: int = 50
+
+    def __post_init__(self):
+        if self.wL_init not in ("permutation", "iid"):
+            raise ValueError(f"wL_init must be 'permutation' or 'iid', got {self.wL_init!r}")
+        if min(self.steps1, self.steps2) < 0 or min(self.batch1, self.batch2) < 1:
+            raise ValueError("steps must be >= 0 and batches >= 1")
+
+    @classmethod
+    def from_settings(cls, s: Mapping[str, Any], prefix: str = "") -> "WRecipe":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k[len(prefix):]: v for k, v in s.items() if k.startswith(prefix) and k[len(prefix):] in names})
+
+    def config(self, seed: int):
+        from sim.train import Stage, TrainConfig
+
+        stages = []
+        if self.steps1:
+            stages.append(Stage(self.steps1, self.lr1, schedule="cosine", weight_decay=self.wd1,
+                                decay_params=("W_KQ",)))
+        if self.steps2:
+            stages.append(Stage(self.steps2, self.lr2, params=("W_KQ", "W_OV"), schedule="cosine"))
+        return TrainConfig(stages=tuple(stages), seed=int(seed), log_every=self.log_every)
+
+    def describe(self) -> str:
+        init = (f"offset-0 entry of w_H +{self.wH0:g}, w_L a random one-to-one preference +{self.perm_bias:g}"
+                if self.wL_init == "permutation" else f"offset-0 entry of w_H +{self.wH0:g}, w_L i.i.d.")
+        return (f"init N(0, {self.init_scale:g}^2), {init}; stage 1: {self.steps1} steps x {self.batch1} prompts, "
+                f"all parameters, Adam lr {self.lr1:g} cosine, weight decay {self.wd1:g} on W_KQ; stage 2: "
+                f"{self.steps2} steps x {self.batch2} prompts, W_KQ and W_OV, Adam lr {self.lr2:g} cosine")
+
+
+def init_wei_model(d: int, L: int, H: int, recipe: WRecipe, *, generator, continuous: bool = False):
+    """A :class:`WeiTransformer` (or :class:`WeiContinuous`) with the recipe's init, on ``generator.device``."""
+    import torch
+
+    from sim.papers.wei.model import WeiContinuous, WeiTransformer
+
+    cls = WeiContinuous if continuous else WeiTransformer
+    model = cls.init(d, L, H, generator=generator, scale=recipe.init_scale, wH0=recipe.wH0)
+    if recipe.wL_init == "permutation":
+        sigma = torch.randperm(L, generator=generator, device=generator.device)  # head k -> example sigma(k)
+        with torch.no_grad():
+            model.w_L[torch.arange(L, device=generator.device), sigma] += recipe.perm_bias
+    return model
+
+
+# ========================================================================= one run ==
+@dataclass
+class WRun:
+    """One trained model with everything needed to report and re-check it."""
+
+    model: Any
+    task: WTask
+    recipe: WRecipe
+    seeds: dict[str, int]
+    log: Any  # sim.train.TrainLog
+    seconds: float
+    initial_copier: float
+    cpu_seconds: float = 0.0  # process CPU time: the wall time on an otherwise idle machine, one thread
+    blind_curve: list[float] = field(default_factory=list)  # structure-blind loss at the log points
+    eval: dict[str, Any] = field(default_factory=dict)
+
+
+def train_wei(task: WTask, recipe: WRecipe, *, init_seed: int, data_seed: int, device: str = "cpu",
+              progress: Callable[[str], None] | None = None, probes=None, thresholds=None,
+              stop_when_crossed: bool = False) -> WRun:
+    """Train W's model on ``task`` with ``recipe``; logs the BMA and structure-blind losses of
+    every logged batch next to the model's (:func:`sim.train.train`)."""
+    import torch
+
+    from sim.papers.wei.probes import blind_attention, bma_posterior_torch, copier_report
+    from sim.train import make_generator, train
+
+    gen = make_generator(init_seed, device)
+    model = init_wei_model(task.d, task.L, task.H, recipe, generator=gen)
+    initial = copier_report(model).min_score
+    pi64 = torch.as_tensor(task.pi, dtype=torch.float64, device=device)
+    with np.errstate(divide="ignore"):
+        logpi = torch.as_tensor(np.log(task.pi), dtype=torch.float64, device=device)
+    blind_curve: list[float] = []
+
+    def nll(attn, x):
+        tgt = x[:, task.L]
+        p = (attn[:, 1:] @ pi64[tgt]).gather(-1, tgt[:, 1:, None])
+        return float(-torch.log(p).mean())
+
+    def bayes(x):
+        blind_curve.append(nll(blind_attention(task.H, device=device)[None].expand(x.shape[0], -1, -1), x))
+        return nll(bma_posterior_torch(x[:, :task.L], logpi), x)
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    log = train(model, task.sampler(recipe), recipe.config(data_seed), device=device, bayes_loss=bayes,
+                probes=probes, thresholds=thresholds, stop_when_crossed=stop_when_crossed,
+                progress=progress or False)
+    return WRun(model=model, task=task, recipe=recipe, seeds={"init": init_seed, "data": data_seed}, log=log,
+                seconds=time.perf_counter() - t0, initial_copier=initial, blind_curve=blind_curve,
+                cpu_seconds=time.process_time() - c0)
+
+
+def evaluate_wei(run: WRun, n_eval: int, eval_seed: int, *, eval_task: WTask | None = None) -> dict[str, Any]:
+    """Probe a trained model on ``n_eval`` fresh prompts of W's task (``eval_task``, default
+    ``run.task``): copiers, block structure, column/row softmax errors, ``sigma(W_OV)`` vs pi,
+    layer-2 attention vs BMA, losses vs the baselines. Stores and returns ``run.eval``."""
+    from sim.montecarlo import mean_estimate
+    from sim.papers.wei import probes as P
+    from sim.train import make_generator
+
+    model, task = run.model, eval_task or run.task
+    device = str(model.W_OV.device)
+    tokens, parents = task.draw(make_generator(eval_seed, device), n_eval)
+    losses = P.prompt_losses(model, tokens, task.pi)
+    rep = P.copier_report(model)
+    with np.errstate(divide="ignore"):
+        log_pi = np.log(task.pi)
+    W = P.learned_W(model, "mean")
+    per_head = P.learned_W(model, "per-head")
+    tv = P.layer2_bma_tv(model, tokens, task.pi)
+    blk = P.block_structure(model)
+    # W's mechanism sits at distance 0; the wrong one (structure-blind) sets the scale of each distance.
+    closed, se_closed = closed_fraction(losses["model"] - losses["bma"], losses["blind"] - losses["bma"])
+    tv_blind = blind_bma_tv(tokens, task.pi, task.L)
+    tv_closed, tv_closed_se = closed_fraction(tv, tv_blind)
+    attn = P.layer2_attention(model, tokens[:8])
+    run.eval = {
+        "copier": rep, "n_eval": n_eval, "eval_seed": eval_seed,
+        "loss_model": mean_estimate(losses["model"], eval_seed), "loss_bma": mean_estimate(losses["bma"], eval_seed),
+        "loss_blind": mean_estimate(losses["blind"], eval_seed), "gap_closed": closed, "gap_closed_se": se_closed,
+        "col_error": P.column_softmax_error(W, log_pi), "row_error": P.row_softmax_error(W, log_pi),
+        "col_error_heads": [P.column_softmax_error(w, log_pi) for w in per_head],
+        "row_error_heads": [P.row_softmax_error(w, log_pi) for w in per_head],
+        "ov_error": P.ov_error(model, task.pi), "ov_error_uniform": uniform_ov_error(task.pi),
+        "tv_bma": mean_estimate(tv, eval_seed), "tv_blind": mean_estimate(tv_blind, eval_seed),
+        "tv_closed": tv_closed, "tv_closed_se": tv_closed_se,
+        "block": blk, "W": W, "example_attn": attn, "example_tokens": tokens[:8].cpu().numpy(),
+        "example_parents": parents[:8].cpu().numpy(),
+        "parent_acc_model": float(P.parent_accuracy(attn, parents[:8].cpu().numpy()).mean()),
+    }
+    return run.eval
+
+
+def closed_fraction(dist_model, dist_wrong) -> tuple[float, float]:
+    """How much of a wrong mechanism's distance from W's mechanism a model closes, on paired
+    per-prompt distances (W's mechanism at distance 0):
+
+        closed = 1 - mean(dist_model) / mean(dist_wrong),
+
+    with the delta-method standard error of the ratio. 1 = W's mechanism, 0 = no nearer than
+    the wrong one; below -1 it reads -1 (twice as far as the wrong mechanism, or further)."""
+    a, b = np.asarray(dist_model, dtype=float), np.asarray(dist_wrong, dtype=float)
+    gap = b.mean()
+    if not gap > 0:
+        return float("nan"), 0.0
+    r = a.mean() / gap
+    cov = np.cov(np.stack([a, b])) if a.size > 1 else np.zeros((2, 2))
+    se = math.sqrt(max(cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1], 0.0) / a.size) / gap
+    return max(1.0 - r, -1.0), se
+
+
+def blind_bma_tv(tokens, pi, L: int, *, chunk: int = 512) -> np.ndarray:
+    """Per-prompt mean total variation between structure-blind attention (``1/h`` on every ``h' < h``)
+    and the BMA posterior, ``(B,)``: the distance of the wrong layer 2 that ignores the context."""
+    import torch
+
+    from sim.papers.wei.probes import blind_attention, bma_posterior_torch
+
+    with np.errstate(divide="ignore"):
+        log_pi = torch.as_tensor(np.log(np.asarray(pi, dtype=np.float64)), device=tokens.device)
+    blind = blind_attention(tokens.shape[2], device=tokens.device)
+    out = []
+    for start in range(0, tokens.shape[0], chunk):
+        post = bma_posterior_torch(tokens[start:start + chunk, :L], log_pi)
+        out.append((0.5 * (blind - post).abs()[:, 1:].sum(-1).mean(-1)).cpu())
+    return torch.cat(out).numpy()
+
+
+def uniform_ov_error(pi) -> float:
+    """``(1/d)||U - pi||_1`` with ``U`` uniform rows: ``sigma(W_OV)``'s distance from pi when ``W_OV = 0``."""
+    pi = np.asarray(pi, dtype=np.float64)
+    return float(np.abs(pi - 1.0 / pi.shape[1]).sum() / pi.shape[0])
+
+
+def run_record(run: WRun) -> dict:
+    """Everything needed to re-check one seed by hand (JSON-able)."""
+    e = run.eval
+    return {"pi": record_matrix(run.task.pi), "d": run.task.d, "L": run.task.L, "H": run.task.H,
+            "task": run.task.kind, "root_law": run.task.root_name, "seeds": run.seeds, "recipe": run.recipe.describe(),
+            "train_seconds": round(run.seconds, 2), "initial_copier_score": run.initial_copier,
+            "copier": e["copier"].as_dict(), "col_softmax_error": e["col_error"], "row_softmax_error": e["row_error"],
+            "col_softmax_error_per_head": e["col_error_heads"], "W_tf (mean diagonal block)": record_matrix(e["W"]),
+            "ov_error": e["ov_error"], "loss_model": e["loss_model"].value, "loss_bma": e["loss_bma"].value,
+            "loss_blind": e["loss_blind"].value, "gap_closed": e["gap_closed"],
+            "W_KQ offdiag/diag centred norm": e["block"].ratio, "eval_seed": e["eval_seed"], "n_eval": e["n_eval"]}
+
+
+# ========================================================================== threads ==
+def threads_for(ctx: Context):
+    """The torch threads W's trained checks run with: ``torch_threads`` of the profile (1) on the CPU."""
+    return torch_threads(ctx.settings.get("torch_threads", 1) if ctx.device == "cpu" else None)
+
+
+# ======================================================================== statistics ==
+def seed_number(name: str, values: Sequence[float], seeds: Sequence[int], *, mc_se: Sequence[float] | None = None,
+                 tolerance: float | None = None, note: str = "") -> Number:
+    """Mean over seeds with the seeds' standard error (or the Monte Carlo error if larger), on
+    ``n - 1`` degrees of freedom (margins use the Student-t quantile, :func:`sim.verdict.compare`)."""
+    v = np.asarray(values, dtype=float)
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
+    if mc_se is not None:
+        se = max(se, float(math.sqrt(np.sum(np.square(mc_se))) / v.size))
+    per = ", ".join(f"{x:.4g}" for x in v)
+    return Number(name, float(v.mean()), stderr=se, n=int(v.size), seed=int(seeds[0]), tolerance=tolerance,
+                  kind="trained", df=int(v.size) - 1, note=(f"per seed: [{per}]; seeds {list(seeds)}" + (f"; {note}" if note else "")))
+
+
+#: A criterion's outcome as a reading's verdict (the tier's verdict carries the assumptions).
+OUTCOME_VERDICT = {Outcome.HELD: "PASS", Outcome.VIOLATED: "FAIL", Outcome.UNDECIDED: "INCONCLUSIVE"}
+
+
+def combine_outcomes(outcomes: Sequence[Outcome]) -> Outcome:
+    if Outcome.VIOLATED in outcomes:
+        return Outcome.VIOLATED
+    if Outcome.UNDECIDED in outcomes:
+        return Outcome.UNDECIDED
+    return Outcome.HELD
+
+
+#: Float32 round-off on a mean loss or accuracy of order 1: two quantities closer than this are tied.
+ROUND_OFF = 1e-6
+
+
+def strictly_above(num: Number, threshold: float, z: float) -> Outcome:
+    """Decide ``num.value > threshold`` beyond ``z`` s.e. (:func:`sim.verdict.compare`), where a tie
+    within round-off and with no statistical error is VIOLATED: a strict inequality ("better",
+    "positive") fails on equality, e.g. for a model that does not depend on what is compared."""
+    out = compare(num.value, threshold, stderr=num.stderr, z=z, tol=ROUND_OFF, df=num.df)
+    if out is Outcome.UNDECIDED and num.stderr * margin_multiplier(z, num.df) <= ROUND_OFF:
+        return Outcome.VIOLATED
+    return out
+
+
+def task_assumptions(pis: Sequence[np.ndarray], kind: str) -> list[Assumption]:
+    zero = [k for k, pi in enumerate(pis) if np.any(np.asarray(pi) <= 0)]
+    return [Assumption("W's task: one random recursive tree per prompt, shared by the L examples and the target",
+                       kind == "w", f"task = {kind!r}"),
+            Assumption("pi > 0 entrywise (log pi finite)", not zero,
+                       "every drawn pi > 0" if not zero else f"pi of seed(s) {zero} has a zero entry")]
+
+
+def train_job(job: Mapping[str, Any]) -> WRun:
+    """Train (and, with ``n_eval``, evaluate) one model from plain arguments: what a worker
+    process runs (module level, so a spawned worker can import it)."""
+    import torch
+
+    torch.set_num_threads(1)
+    dev = job["device"]
+    task = WTask(job["pi"], job["L"], job["H"], kind=job["kind"], fixed_seed=job["fixed_seed"], device=dev)
+    run = train_wei(task, job["recipe"], init_seed=job["init_seed"], data_seed=job["data_seed"], device=dev,
+                    progress=job.get("progress"))
+    if job.get("n_eval"):
+        # Evaluated on W's task whatever the training task was: the checks are about W's mechanism.
+        evaluate_wei(run, job["n_eval"], job["eval_seed"], eval_task=WTask(job["pi"], job["L"], job["H"], device=dev))
+    return run
+
+
+def _job_key(job: Mapping[str, Any]) -> tuple:
+    """Every input of :func:`train_job` (``pi`` by its bytes): two jobs with one key train the same model."""
+    return ("wei.train_job",) + tuple(sorted(
+        (k, np.asarray(v, dtype=np.float64).tobytes() if k == "pi" else v) for k, v in job.items() if k != "progress"))
+
+
+def run_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
+    """:func:`train_job` over ``jobs``, in order. On CPU the jobs run on a process pool of
+    ``settings["workers"]`` (default: the CPU count) one-thread workers; the numbers are the
+    same as in this process, which runs them one by one with live progress otherwise. Jobs
+    this claim's evaluation already trained (an earlier look of a sequential decision) are
+    taken from ``ctx.memo``, not trained again."""
+    keys = [_job_key(job) for job in jobs]
+    todo = [k for k, key in enumerate(keys) if key not in ctx.memo_store]
+    if todo:
+        for k, run in zip(todo, _train_jobs(ctx, [jobs[k] for k in todo], label)):
+            ctx.memo(keys[k], lambda run=run: run)
+    return [ctx.memo_store[key] for key in keys]
+
+
+def _train_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
+    from sim.sweep import map_runs
+
+    workers = min(len(jobs), int(ctx.settings.get("workers") or os.cpu_count() or 1))
+    if ctx.device != "cpu" or workers < 2:  # here, one by one, with each model's live progress
+        jobs = [{**job, "progress": lambda m, k=k: ctx.progress(f"{label} {k + 1}/{len(jobs)}: {m}")}
+                for k, job in enumerate(jobs)]
+        return map_runs(train_job, jobs, executor="serial")
+    ctx.progress(f"{label}: {len(jobs)} models on {workers} worker processes")
+    return map_runs(train_job, jobs, executor="local", workers=workers,
+                    progress=lambda m: ctx.progress(f"{label}: {m.replace('runs', 'models')}"))
+
+
+def train_seeds(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
+                 task_kind: str | None = None) -> list[WRun]:
+    d, L, H = s[f"{prefix}d"], s[f"{prefix}L"], s[f"{prefix}H"]
+    recipe = WRecipe.from_settings(s, prefix)
+    kind = task_kind or s.get("task", "w")
+    jobs = [{"pi": prior_for(ctx, d).sample(ctx.rng(f"{part}/pi/{i}"), 1)[0], "L": L, "H": H, "kind": kind,
+             "fixed_seed": ctx.seed_for(f"{part}/fixed-tree/{i}"), "recipe": recipe, "device": ctx.device,
+             "init_seed": ctx.seed_for(f"{part}/init/{i}"), "data_seed": ctx.seed_for(f"{part}/data/{i}"),
+             "n_eval": s[f"{prefix}n_eval"], "eval_seed": ctx.seed_for(f"{part}/eval/{i}")} for i in range(n_seeds)]
+    return run_jobs(ctx, jobs, f"{ctx.claim.id} {part} seed")

@@ -1,0 +1,219 @@
+"""Tests of sim.papers.markov.task: the K-chain task, the strategies against brute force and Bayes
+integrals, a mislabelled strategy table being caught, KL, read-outs and one tiny run."""
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from sim.papers.markov import task as mi
+
+
+def _table(names=mi.ALL_STRATEGIES):
+    return {n: (lambda n: lambda x, **kw: mi.predict(n, x, **kw))(n) for n in names}
+
+
+# ------------------------------------------------------------------------------ the task ---
+def test_chains_are_nested_in_K_and_row_stochastic():
+    P4, mu4 = mi.draw_chains(5, 4, alpha=0.7, chain_seed=3)
+    P9, mu9 = mi.draw_chains(5, 9, alpha=0.7, chain_seed=3)
+    np.testing.assert_array_equal(P4, P9[:4])
+    np.testing.assert_allclose(P9.sum(axis=2), 1.0, atol=1e-12)
+    np.testing.assert_allclose(np.einsum("ka,kab->kb", mu9, P9), mu9, atol=1e-12)  # stationary
+    assert not np.allclose(mi.draw_chains(5, 4, alpha=0.7, chain_seed=4)[0], P4)
+
+
+def test_chains_from_a_user_prior():
+    from sim.priors import Point
+
+    M = np.array([[0.9, 0.1], [0.3, 0.7]])
+    P, mu = mi.draw_chains(2, 3, prior=Point(M))
+    np.testing.assert_allclose(P, np.broadcast_to(M, (3, 2, 2)))
+    np.testing.assert_allclose(mu[0], [0.75, 0.25])
+    with pytest.raises(ValueError, match="bound to d=2"):
+        mi.draw_chains(3, 2, prior=Point(M))
+
+
+def test_first_token_is_stationary_and_transitions_follow_the_chain():
+    P = np.array([[[0.9, 0.1], [0.2, 0.8]]])
+    mu = np.array([[2 / 3, 1 / 3]])
+    x, k = mi.sample_sequences(np.random.default_rng(0), P, mu, 40000, 3)
+    assert (k == 0).all()
+    f0 = (x[:, 0] == 0).mean()
+    assert abs(f0 - 2 / 3) < 5 * math.sqrt(2 / 9 / 40000)  # uniform first token (0.5) would fail
+    after0 = x[:, 1][x[:, 0] == 0]
+    assert abs((after0 == 1).mean() - 0.1) < 5 * math.sqrt(0.09 / len(after0))
+
+
+def test_edelman_stationary_helper_reading_is_uniform_for_few_states():
+    # E's helper returns (P^16).mean(axis=-1) for C < 5: each row of P^16 sums to 1, so every
+    # entry is 1/C; the stationary law is the mean over the rows (axis -2).
+    P = np.array([[0.9, 0.1], [0.2, 0.8]])
+    P16 = np.linalg.matrix_power(P, 16)
+    np.testing.assert_allclose(P16.mean(axis=-1), [0.5, 0.5])
+    np.testing.assert_allclose(P16.mean(axis=-2), [2 / 3, 1 / 3], atol=1e-3)
+
+
+# ---------------------------------------------------------------------------- strategies ---
+@pytest.mark.parametrize("C,K,alpha,seed", [(2, 1, 1.0, 0), (3, 4, 0.3, 1), (5, 3, 2.0, 2)])
+def test_every_strategy_matches_its_brute_force_definition(C, K, alpha, seed):
+    P, mu = mi.draw_chains(C, K, alpha=0.5, chain_seed=seed)
+    x, _ = mi.sample_sequences(np.random.default_rng(seed), P, mu, 5, 9)
+    for name in mi.ALL_STRATEGIES:
+        got = mi.predict(name, x, C=C, alpha=alpha, P=P, mu=mu)
+        assert got.shape == (5, 9, C)
+        np.testing.assert_allclose(got.sum(axis=2), 1.0, atol=1e-12)
+        for i in range(5):
+            for t in range(9):
+                ref = mi.reference_predictive(name, x[i, :t + 1], C=C, alpha=alpha, P=P, mu=mu)
+                np.testing.assert_allclose(got[i, t], ref, atol=1e-12, err_msg=f"{name} at seq {i}, t={t}")
+
+
+def test_known_values_by_hand():
+    x = np.array([[0, 1, 1, 0, 1]])
+    g2 = mi.predict_g2(x, 2, 1.0)
+    # after 0 1 1 0: current state 0, transitions out of 0 seen: 0->1 once -> (0+1, 1+1)/(1+2)
+    np.testing.assert_allclose(g2[0, 3], [1 / 3, 2 / 3])
+    # after 0 1 1: current 1, transitions out of 1: 1->1 once -> (0+1, 1+1)/3
+    np.testing.assert_allclose(g2[0, 2], [1 / 3, 2 / 3])
+    g1 = mi.predict_g1(x, 2, 0.5)
+    np.testing.assert_allclose(g1[0, 4], [(2 + 0.5) / 6, (3 + 0.5) / 6])
+    np.testing.assert_allclose(mi.predict_g2(x, 2, 1.0)[0, 0], [0.5, 0.5])  # no transition yet
+
+
+def _beta_predictive(n_to_1, n_to_0, alpha):
+    """P(next = 1) for a row with a Beta(alpha, alpha) prior, by numerical integration."""
+    def like(p):
+        return p ** n_to_1 * (1 - p) ** n_to_0 * p ** (alpha - 1) * (1 - p) ** (alpha - 1)
+
+    num = integrate.quad(lambda p: p * like(p), 0, 1)[0]
+    return num / integrate.quad(like, 0, 1)[0]
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0, 3.0])
+def test_g2_is_the_bayes_predictive_of_dirichlet_rows(alpha):
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 2, size=(3, 12))
+    g2 = mi.predict_g2(x, 2, alpha)
+    for i in range(3):
+        for t in range(12):
+            a = x[i, t]
+            trans = [(x[i, s], x[i, s + 1]) for s in range(t)]
+            n1 = sum(1 for u, v in trans if u == a and v == 1)
+            n0 = sum(1 for u, v in trans if u == a and v == 0)
+            assert g2[i, t, 1] == pytest.approx(_beta_predictive(n1, n0, alpha), abs=1e-7)
+
+
+def test_g1_is_the_bayes_predictive_of_an_iid_sequence():
+    x = np.array([[1, 1, 0, 1, 1, 1]])
+    g1 = mi.predict_g1(x, 2, 0.7)
+    for t in range(6):
+        n1 = int((x[0, :t + 1] == 1).sum())
+        assert g1[0, t, 1] == pytest.approx(_beta_predictive(n1, t + 1 - n1, 0.7), abs=1e-7)
+
+
+def test_m2_is_the_bayes_predictor_of_the_training_mixture():
+    # exact: P(x_{t+1} = b | prefix) = sum_k P(prefix, b | k) / sum_k P(prefix | k), by enumeration
+    P, mu = mi.draw_chains(3, 4, alpha=0.5, chain_seed=7)
+    x = np.array([[2, 0, 0, 1, 2, 2]])
+    m2 = mi.predict_m2(x, P, mu)
+    for t in range(6):
+        def seq_prob(seq, k):
+            p = mu[k, seq[0]]
+            for s in range(len(seq) - 1):
+                p *= P[k, seq[s], seq[s + 1]]
+            return p
+
+        pre = list(x[0, :t + 1])
+        joint = [sum(seq_prob(pre + [b], k) for k in range(4)) for b in range(3)]
+        np.testing.assert_allclose(m2[0, t], np.array(joint) / sum(joint), atol=1e-12)
+
+
+def test_one_chain_memorisers_are_the_chain_itself():
+    P, mu = mi.draw_chains(4, 1, chain_seed=2)
+    x, _ = mi.sample_sequences(np.random.default_rng(1), P, mu, 3, 6)
+    np.testing.assert_allclose(mi.predict_m2(x, P, mu), P[0][x], atol=1e-12)
+    np.testing.assert_allclose(mi.predict_m1(x, P, mu), np.broadcast_to(mu[0], (3, 6, 4)), atol=1e-12)
+
+
+def test_m2_posterior_concentrates_on_the_generating_chain():
+    P, mu = mi.draw_chains(10, 8, alpha=0.5, chain_seed=0)
+    x, k = mi.sample_sequences(np.random.default_rng(0), P, mu, 4, 400, chain_index=np.array([0, 3, 5, 7]))
+    m2 = mi.predict_m2(x, P, mu)
+    np.testing.assert_allclose(m2[:, -1], P[k, x[:, -1]], atol=1e-6)
+
+
+def test_streamed_mixture_matches_one_chunk_and_survives_underflow():
+    P, mu = mi.draw_chains(3, 7, alpha=0.2, chain_seed=1)
+    x, _ = mi.sample_sequences(np.random.default_rng(2), P, mu, 3, 2000)  # likelihoods far below 1e-308
+    for fn in (mi.predict_m1, mi.predict_m2):
+        a, b = fn(x, P, mu, chunk=2), fn(x, P, mu, chunk=1000)
+        assert np.isfinite(a).all()
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_the_audit_passes_the_true_table_and_catches_mislabels():
+    assert mi.audit_strategies(_table()) == {}
+    swapped = _table()
+    swapped["G2"], swapped["M2"] = swapped["M2"], swapped["G2"]
+    assert set(mi.audit_strategies(swapped)) == {"G2", "M2"}
+    swapped = _table()
+    swapped["G1"], swapped["M1"] = swapped["M1"], swapped["G1"]
+    assert set(mi.audit_strategies(swapped)) == {"G1", "M1"}
+    wrong_alpha = _table(("G2",))
+    wrong_alpha["G2"] = lambda x, C, alpha, **kw: mi.predict_g2(x, C, alpha + 0.1)
+    assert set(mi.audit_strategies(wrong_alpha)) == {"G2"}
+    off_by_one = {"G1": lambda x, C, alpha, **kw: np.concatenate(
+        [np.full((x.shape[0], 1, C), 1.0 / C), mi.predict_g1(x, C, alpha)[:, :-1]], axis=1)}
+    assert set(mi.audit_strategies(off_by_one)) == {"G1"}
+
+
+def test_unknown_strategy_and_missing_chains_are_errors():
+    x = np.zeros((1, 3), dtype=int)
+    with pytest.raises(ValueError, match="unknown strategy 'G3'"):
+        mi.predict("G3", x, C=2)
+    with pytest.raises(ValueError, match="M2 needs the training chains"):
+        mi.predict("M2", x, C=2)
+
+
+# ------------------------------------------------------------------------------------ KL ---
+def test_kl_per_sequence():
+    p = np.array([[[0.5, 0.5], [1.0, 0.0]]])
+    q = np.array([[[0.25, 0.75], [0.5, 0.5]]])
+    expected = (0.5 * math.log(2) + 0.5 * math.log(0.5 / 0.75) + math.log(2)) / 2
+    assert mi.kl_per_sequence(p, np.log(q))[0] == pytest.approx(expected)
+    assert mi.kl_per_sequence(q, np.log(q))[0] == pytest.approx(0.0, abs=1e-15)
+
+
+# ------------------------------------------------------------------------------ read-outs ---
+def test_eval_schedule_and_readouts():
+    assert mi.eval_schedule(100, 50, 0) == [0, 50, 100]
+    sched = mi.eval_schedule(1000, 500, 4)
+    assert sched[0] == 0 and sched[-1] == 1000 and 10 in sched and 100 in sched
+    rec = {"steps": [0, 10, 20, 30], "eval": {"ood": {"G1": [0.1, 0.1, 0.2, 0.3], "G2": [0.3, 0.2, 0.1, 0.05],
+                                                       "M1": [1, 1, 1, 1], "M2": [1, 1, 1, 1]}}}
+    assert mi.nearest(rec, "ood")[0] == "G2"
+    assert mi.nearest(rec, "ood", index=0) == ("G1", pytest.approx(0.2))
+    assert mi.crossing_step(rec, "ood", "G2", "G1") == pytest.approx(15.0)
+    assert mi.crossing_step(rec, "ood", "G1", "G2") is None
+
+
+def test_run_spec_rejects_bad_settings():
+    with pytest.raises(ValueError, match="unknown run settings \\['widht'\\]"):
+        mi.MarkovRunSpec.from_dict({"widht": 3})
+    with pytest.raises(ValueError, match="K must be a positive integer or 'inf'"):
+        mi.MarkovRunSpec(K=0)
+    with pytest.raises(ValueError, match="M1/M2 need a finite set"):
+        mi.MarkovRunSpec(K="inf")
+
+
+def test_a_tiny_run_is_reproducible_and_complete():
+    params = dict(C=3, K=2, N=8, width=8, steps=6, batch=4, n_eval=6, eval_every=3, eval_log_points=0,
+                  strategies=["uniform", "G1", "G2", "M1", "M2"], threads=1)
+    a, b = mi.run_markov(params), mi.run_markov(params)
+    assert a["steps"] == [0, 3, 6]
+    assert a["eval"] == b["eval"]
+    for which in ("id", "ood"):
+        assert set(a["eval"][which]) >= {"G2", "G2_se", "M2", "loss"}
+        assert all(v >= 0 for v in a["eval"][which]["M2"])
+    assert a["strategy_loss"]["id"]["M2"] < a["strategy_loss"]["id"]["uniform"]
