@@ -45,7 +45,7 @@ def _family(name: str, M: int):
         gens = [make_generator(100 + k) for k in range(M)]
         return models, lambda k: task.draw(gens[k], B)[0], lambda m, x: m.loss(x)
     if name == "N reduced":
-        from sim.papers.nichani.claims.task_laws import n_graph
+        from sim.papers.nichani.task import n_graph
         from sim.papers.nichani.training import Batch, NTask, reduced_loss, task_sampler
         from sim.papers.nichani.model import ReducedModel
 

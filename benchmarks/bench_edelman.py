@@ -1,7 +1,7 @@
 """Time to the bigram stage on Edelman et al.'s main configuration, at one torch thread.
 
 Configuration (E's paper and published code, github.com/EzraEdelman/Evolution-of-Statistical-
-Induction-Heads; :data:`sim.papers.markov.claims.edelman._E_MAIN`): 2 states, a fresh chain per sequence
+Induction-Heads; :data:`sim.papers.markov.recipes.EDELMAN_MAIN`): 2 states, a fresh chain per sequence
 with Dirichlet(1) rows, block 100, 2 attention-only layers, 1 head, width 16, relative
 positions, AdamW lr 5e-4 (betas 0.9/0.95, weight decay 0.1), batch 64. Ours draws the first
 token from the stationary law (their helper draws it uniformly for fewer than 5 states, see
@@ -35,7 +35,7 @@ import torch
 
 from benchmarks.bench_theory import BenchRow
 from sim.accel import native
-from sim.papers.markov.claims.edelman import _E_MAIN
+from sim.papers.markov.recipes import EDELMAN_MAIN
 from sim.papers.markov.fast import eval_logits, training_loss
 from sim.papers.markov.model import MarkovLM
 from sim.papers.markov.task import MarkovRunSpec, batch_sampler, train_markov
@@ -56,7 +56,7 @@ def _build_native_cores() -> None:
 def time_to_bigram(seed: int = 0, *, steps: int = 4000, eval_every: int = 25) -> dict:
     """Train E's main configuration until the bigram stage; return steps, seconds and the KLs there."""
     _build_native_cores()
-    spec = MarkovRunSpec.from_dict({**_E_MAIN, "seed": seed, "steps": steps, "n_eval": 128, "eval_every": eval_every,
+    spec = MarkovRunSpec.from_dict({**EDELMAN_MAIN, "seed": seed, "steps": steps, "n_eval": 128, "eval_every": eval_every,
                                     "eval_log_points": 0, "threads": 1})
     t0 = time.perf_counter()
     rec = train_markov(spec, stop=lambda ev: ev["ood"]["bigram"][0] < ev["ood"]["unigram"][0])
@@ -81,7 +81,7 @@ def step_times(seed: int = 0, *, rounds: int = 8, steps: int = 25) -> dict:
     :data:`VARIANTS`, in alternating rounds on one model; and the largest difference of the
     logits of the fast paths (C cores) and the plain model on one batch after those steps."""
     _build_native_cores()
-    spec = MarkovRunSpec.from_dict({**_E_MAIN, "seed": seed, "steps": 1, "threads": 1})
+    spec = MarkovRunSpec.from_dict({**EDELMAN_MAIN, "seed": seed, "steps": 1, "threads": 1})
     old_threads = torch.get_num_threads()
     old_env = {v: os.environ.get(v) for v in ("ICL_VERIFY_ACCEL", "ICL_VERIFY_NATIVE")}
     torch.set_num_threads(1)

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from sim.threads import torch_threads
-from sim.papers.nichani.claims.task_laws import n_graph
+from sim.papers.nichani.task import n_graph
 from sim.papers.nichani.training import (FAST_RECIPE, N_RECIPE, NTask, Recipe, disentangled_loss,
                                          sample_task, train_disentangled)
 from sim.papers.nichani.model import DisentangledTransformer

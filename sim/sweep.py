@@ -222,12 +222,7 @@ def run_sweep(fn, params_list: Sequence[Mapping[str, Any]], out_dir: str | os.Pa
             say(f"run {done[0]}/{total} FAILED ({rid}): {str(out_or_error).splitlines()[-1][:200]}")
 
     if todo:
-        if executor == "serial":
-            _run_serial(fn_name, todo, finished)
-        elif executor == "local":
-            _run_local(fn_name, todo, finished, workers)
-        else:
-            _run_dask(fn_name, todo, finished, address=address, client=client)
+        _dispatch(executor, fn_name, todo, finished, workers=workers, address=address, client=client)
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -253,16 +248,21 @@ def map_runs(fn, params_list: Sequence[Mapping[str, Any]], *, executor: str = "l
         say(f"{len(results)}/{len(todo)} runs finished")
 
     if todo:
-        if executor == "serial":
-            _run_serial(fn_name, todo, finished)
-        elif executor == "local":
-            _run_local(fn_name, todo, finished, workers)
-        else:
-            _run_dask(fn_name, todo, finished, address=address, client=client)
+        _dispatch(executor, fn_name, todo, finished, workers=workers, address=address, client=client)
     return [results[str(k)] for k in range(len(params_list))]
 
 
 # ------------------------------------------------------------------------------ executors ---
+def _dispatch(executor: str, fn_name: str, todo: dict, finished, *, workers, address, client) -> None:
+    """Run ``todo`` (``{id: params}``) on ``executor``, calling ``finished(id, record-or-traceback)``."""
+    if executor == "serial":
+        _run_serial(fn_name, todo, finished)
+    elif executor == "local":
+        _run_local(fn_name, todo, finished, workers)
+    else:
+        _run_dask(fn_name, todo, finished, address=address, client=client)
+
+
 def _run_serial(fn_name, todo, finished) -> None:
     import torch
 

@@ -18,7 +18,7 @@ def _assert_same(batched, alone, atol):
 
 
 def test_n_reduced_models_batched_equal_each_alone():
-    from sim.papers.nichani.claims.task_laws import n_graph
+    from sim.papers.nichani.task import n_graph
     from sim.papers.nichani.training import NTask, reduced_loss, task_sampler
     from sim.papers.nichani.model import ReducedModel
 
@@ -74,7 +74,7 @@ def test_train_batched_refuses_what_it_cannot_do():
 
 
 def test_train_reduced_many_gives_train_reduceds_models():
-    from sim.papers.nichani.claims.task_laws import n_graph
+    from sim.papers.nichani.task import n_graph
     from sim.papers.nichani.training import NTask, clear_cache, train_reduced, train_reduced_many
 
     task = NTask(4, 6, tuple(n_graph("chain", 6).tolist()))

@@ -114,13 +114,12 @@ def _setting_value(key: str, text: str):
 
 
 def _run(args) -> int:
-    from sim.papers.markov.claims.edelman import _E_MAIN
-    from sim.papers.markov.claims.gibson import _G_BASE
+    from sim.papers.markov.recipes import EDELMAN_MAIN, GIBSON_BASE
     from sim.device import DeviceError, resolve_device
     from sim.papers.markov.task import MarkovRunSpec, nearest
     from sim.sweep import SweepError, grid, run_sweep
 
-    base = dict(_E_MAIN if args.preset == "edelman" else _G_BASE)
+    base = dict(EDELMAN_MAIN if args.preset == "edelman" else GIBSON_BASE)
     base.update(steps=2000 if args.preset == "edelman" else 600, n_eval=128, eval_every=50, eval_log_points=8)
     base = {k: list(v) if isinstance(v, tuple) else v for k, v in base.items()}
     for item in args.set:

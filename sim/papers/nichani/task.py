@@ -42,9 +42,14 @@ import numpy as np
 
 from theory.markov import stationary_batch
 from sim.montecarlo import Estimate, mean_estimate
-from theory.graphs import k_parent_sets
+from theory.graphs import GivenGraph, k_parent_sets, n_parents
 
 __all__ = [
+    "N_S",
+    "N_T",
+    "N_ALPHA",
+    "GRAPHS",
+    "n_graph",
     "edge_count_rows",
     "add_alpha_batch",
     "unigram_batch",
@@ -58,6 +63,11 @@ __all__ = [
     "best_mixture_losses",
     "multiparent_add_alpha",
 ]
+
+#: N's task as N's code runs it (Knowl 2): alphabet S, prompt length T, Dirichlet(alpha) rows
+N_S, N_T, N_ALPHA = 10, 20, 0.1
+#: N's graph families (``single_parent.py``)
+GRAPHS = ("chain", "icl", "random")
 
 
 def _check(tokens, parents, S):
@@ -463,3 +473,17 @@ def sample_multiparent_prompts(rng, S: int, parent_sets, alpha: float, n: int, *
     if not rows:
         return x
     return x, pis[(b,) + tuple(x[:, p] for p in parent_sets[T])]
+
+
+# ----------------------------------------------------------------------------- graphs --
+def n_graph(name: str, T: int, rng: np.random.Generator | None = None) -> np.ndarray:
+    """N's graphs as parent arrays of length ``T``; the query ``T-1`` is a root.
+
+    ``name`` is one of :data:`GRAPHS`: ``chain``, ``icl`` (the in-context function graph) or
+    ``random`` (``p(i) ~ Unif{-1..i-1}``, needs ``rng``); the laws are
+    :func:`theory.graphs.n_parents`'s. A user's graph (:class:`theory.graphs.GivenGraph`,
+    ``icl-verify run --graph``) stands for itself.
+    """
+    if name not in GRAPHS and not isinstance(name, GivenGraph):
+        raise ValueError(f"unknown graph {name!r}; expected one of {GRAPHS}")
+    return n_parents(name, T, rng)

@@ -11,7 +11,7 @@ import pytest
 from sim.papers.nichani.task import (add_alpha_batch, bayes_loss_bracket, best_mixture_losses, edge_count_rows,
                                multiparent_add_alpha, population_losses, posterior_predictive_is,
                                unigram_batch)
-from sim.papers.nichani.claims.task_laws import n_graph
+from sim.papers.nichani.task import n_graph
 from sim.papers.nichani.training import NTask, sample_task
 from theory.dirichlet import add_alpha_predictive, bayes_quadrature_s2
 

@@ -8,7 +8,7 @@ from sim.claims import get
 from sim.papers.nichani.claims import experiments
 from sim.papers.nichani.claims.experiments import N_E, wired, wrong_parents
 from sim.papers.nichani.claims.gradient import A_NONDEG, _flags, nondegeneracy_roundoff, symmetric_finite_prior
-from sim.papers.nichani.claims.task_laws import n_graph
+from sim.papers.nichani.task import n_graph
 from sim.verdict import Verdict
 
 from ..conftest import tier

@@ -5,7 +5,7 @@ import pytest
 from sim.claims import get
 from sim.papers.nichani.claims.gradient import (_middle_terms, _symmetry_defects, gamma_parts, skewed_prior,
                                          symmetric_finite_prior)
-from sim.papers.nichani.claims.task_laws import n_graph
+from sim.papers.nichani.task import n_graph
 from sim.priors import Point
 from sim.runner import RunConfig, evaluate_claim
 from sim.verdict import Verdict

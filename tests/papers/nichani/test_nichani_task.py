@@ -9,8 +9,8 @@ from scipy import special
 
 from sim.papers.nichani.task import bayes_gap_richardson, posterior_predictive_levels
 from sim.claims import get
-from sim.papers.nichani.claims.task_laws import (N_ALPHA, N_S, N_T, _rank_gof, add_alpha_batch, n_graph, sampler_query_from_mu,
-                                     sampler_uniform_roots)
+from sim.papers.nichani.task import N_ALPHA, N_S, N_T, add_alpha_batch, n_graph
+from sim.papers.nichani.claims.task_laws import _rank_gof, sampler_query_from_mu, sampler_uniform_roots
 from sim.priors import Dirichlet, Floor
 from sim.runner import RunConfig, evaluate_claim
 from sim.sampling import dirichlet_rows

@@ -11,7 +11,7 @@ import torch
 
 from sim.claims import get, select
 from sim.claims.base import Context
-from sim.papers.nichani.claims.task_laws import n_graph
+from sim.papers.nichani.task import n_graph
 from sim.papers.nichani.claims.constructions_trained import n_k9_trained_tier
 from sim.papers.nichani.claims import experiments
 from sim.papers.nichani.claims.experiments import (N_E, N_REFERENCE_GRAPHS, N_REFERENCE_MASS, ERun, e_primary, e_verdict,

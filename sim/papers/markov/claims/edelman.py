@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from sim.papers.markov.recipes import EDELMAN_MAIN, EDELMAN_STAGES
 from sim.papers.markov.task import predict_g1, predict_uniform
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                        tier_verdict)
@@ -24,9 +25,7 @@ from sim.claims.base import Claim, PrimaryReading, Source
 
 __all__ = ["E_1", "CLAIMS"]
 
-STAGES = ("uniform", "unigram", "bigram")
-_E_MAIN = dict(C=2, K="inf", N=100, alpha=1.0, width=16, layers=2, heads=1, mlp=False, positions="relative",
-               dropout=0.0, lr=5e-4, betas=(0.9, 0.95), weight_decay=0.1, batch=64, strategies=STAGES, ood=True)
+STAGES = EDELMAN_STAGES
 
 
 def _stages(rec, stages, z):
@@ -249,11 +248,11 @@ E_1 = Claim(
                  "fresh transition matrix per sequence (E's ICL-MC task)"),
     checks={"trained": _check_e1},
     settings={
-        "quick": {"tiers": ("trained",), **_E_MAIN, "seeds": (0, 1), "steps": 2000, "n_eval": 128, "eval_every": 50,
+        "quick": {"tiers": ("trained",), **EDELMAN_MAIN, "seeds": (0, 1), "steps": 2000, "n_eval": 128, "eval_every": 50,
                   "eval_log_points": 10, "stop_when_nearest": "bigram", "stop_patience": 6},
-        "standard": {"tiers": ("trained",), **_E_MAIN, "seeds": (0, 1, 2, 3), "steps": 3000, "n_eval": 256,
+        "standard": {"tiers": ("trained",), **EDELMAN_MAIN, "seeds": (0, 1, 2, 3), "steps": 3000, "n_eval": 256,
                      "eval_every": 25, "eval_log_points": 16, "stop_when_nearest": "bigram", "stop_patience": 10},
-        "paper": {"tiers": ("trained",), **_E_MAIN, "seeds": tuple(range(8)), "steps": 4000, "n_eval": 512,
+        "paper": {"tiers": ("trained",), **EDELMAN_MAIN, "seeds": tuple(range(8)), "steps": 4000, "n_eval": 512,
                   "eval_every": 25, "eval_log_points": 20},
     },
     decided_by="quick",

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from sim.papers.markov.recipes import GIBSON_BASE
 from sim.papers.markov.task import crossing_step, predict_g1, predict_uniform
 from sim.priors import Dirichlet
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
@@ -41,8 +42,6 @@ _VERDICT_OF = {Outcome.HELD: Verdict.PASS, Outcome.VIOLATED: Verdict.FAIL, Outco
 _OPEN = ("alpha (Dirichlet concentration of the rows)", "N (context length)", "learning rate and optimiser",
          "batch", "training steps", "positional encoding")
 
-_G_BASE = dict(C=10, alpha=0.1, N=64, width=64, layers=2, heads=1, mlp=True, positions="relative", dropout=0.0,
-               lr=1e-3, betas=(0.9, 0.999), weight_decay=0.0, batch=32, strategies=PHASES, ood=True)
 
 
 def _prior_assumption(ctx) -> Assumption:
@@ -873,11 +872,11 @@ G_1 = Claim(
     assumptions=("rows i.i.d. symmetric Dirichlet", "2-layer transformer, attention + MLP in each layer"),
     checks={"trained": _check_g1},
     settings={
-        "quick": {"tiers": ("trained",), **_G_BASE, "K": (2, 1024), "seeds": (0, 1), "steps": 600, "n_eval": 128,
+        "quick": {"tiers": ("trained",), **GIBSON_BASE, "K": (2, 1024), "seeds": (0, 1), "steps": 600, "n_eval": 128,
                   "eval_every": 50, "eval_log_points": 8},
-        "standard": {"tiers": ("trained",), **_G_BASE, "K": (2, 16, 128, 1024), "seeds": (0, 1, 2), "steps": 1000,
+        "standard": {"tiers": ("trained",), **GIBSON_BASE, "K": (2, 16, 128, 1024), "seeds": (0, 1, 2), "steps": 1000,
                      "n_eval": 256, "eval_every": 50, "eval_log_points": 10},
-        "paper": {"tiers": ("trained",), **_G_BASE, "N": 128, "K": tuple(2 ** k for k in range(0, 15)),
+        "paper": {"tiers": ("trained",), **GIBSON_BASE, "N": 128, "K": tuple(2 ** k for k in range(0, 15)),
                   "seeds": tuple(range(5)), "steps": 30000, "n_eval": 512, "eval_every": 250, "eval_log_points": 20},
     },
     decided_by="quick",
@@ -931,17 +930,17 @@ G_2 = Claim(
                  "(seed 004 §C)", "2-layer transformer, attention + MLP in each layer (Delta tau_K)"),
     checks={"trained": _check_g2},
     settings={
-        "quick": {"tiers": ("trained",), **_G_BASE, **_SA_BASE, "sa_N_grid": (16, 32, 64, 128, 256), "sa_seeds": 4,
+        "quick": {"tiers": ("trained",), **GIBSON_BASE, **_SA_BASE, "sa_N_grid": (16, 32, 64, 128, 256), "sa_seeds": 4,
                   "sa_batch": 128, "sa_max_steps": 1500, "hard_N_grid": (16, 32, 64, 128, 256),
                   "allpos_N_grid": (16, 32, 64), "allpos_seeds": 3, "allpos_batch": 64,
                   "N_grid": (16, 32, 64), "seeds": (0, 1), "steps": 1200,
                   "n_eval": 64, "eval_every": 20, "eval_log_points": 0, "stop_patience": 3},
-        "standard": {"tiers": ("trained",), **_G_BASE, **_SA_BASE, "sa_N_grid": (16, 32, 64, 128, 256, 512),
+        "standard": {"tiers": ("trained",), **GIBSON_BASE, **_SA_BASE, "sa_N_grid": (16, 32, 64, 128, 256, 512),
                      "sa_seeds": 6, "sa_batch": 128, "sa_max_steps": 3000, "hard_N_grid": (16, 32, 64, 128, 256, 512),
                      "allpos_N_grid": (16, 32, 64, 128), "allpos_seeds": 4, "allpos_batch": 64,
                      "N_grid": (16, 32, 64, 128), "seeds": (0, 1, 2),
                      "steps": 2000, "n_eval": 128, "eval_every": 20, "eval_log_points": 0, "stop_patience": 3},
-        "paper": {"tiers": ("trained",), **_G_BASE, **_SA_BASE, "sa_N_grid": (16, 32, 64, 128, 256, 512, 1024),
+        "paper": {"tiers": ("trained",), **GIBSON_BASE, **_SA_BASE, "sa_N_grid": (16, 32, 64, 128, 256, 512, 1024),
                   "sa_seeds": 8, "sa_batch": 128, "sa_max_steps": 6000, "hard_N_grid": (16, 32, 64, 128, 256, 512),
                   "allpos_N_grid": (16, 32, 64, 128, 256), "allpos_seeds": 4, "allpos_batch": 64,
                   "N_grid": (16, 32, 64, 128, 256, 512), "seeds": tuple(range(5)),

@@ -58,7 +58,7 @@ from sim.montecarlo import Estimate, mean_estimate, proportion_estimate
 from sim.sampling import dirichlet_rows, sample_n_prompts
 from sim.verdict import Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
 from sim.claims.base import Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, summarize_instances
-from sim.papers.nichani.claims.task_laws import N_ALPHA, N_S, n_graph
+from sim.papers.nichani.task import N_ALPHA, N_S, n_graph
 
 __all__ = ["N_K7", "N_K8", "N_K9", "CLAIMS", "multiparent_graph", "sample_multiparent_prompts", "limit_bound",
            "limit_roundoff", "mixed_readout"]

@@ -14,7 +14,7 @@ from sim.verdict import Number, Outcome, TierResult
 from sim.claims.base import Context, InstanceCheck, summarize_instances
 from sim.papers.nichani.claims.experiments import model_probs
 from sim.papers.nichani.claims.reporting import pyplot, trained_number, training_seeds
-from sim.papers.nichani.claims.task_laws import N_ALPHA
+from sim.papers.nichani.task import N_ALPHA
 from sim.papers.nichani.training import MultiParentTask, Recipe, sample_multiparent, train_disentangled
 
 __all__ = ["K9_TRAINED_DEFAULTS", "n_k9_trained_tier"]

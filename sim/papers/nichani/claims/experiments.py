@@ -72,7 +72,7 @@ from sim.verdict import (Control, Finding, FindingKind, Number, Outcome, TierRes
                         tier_verdict, welch_df)
 from sim.claims.base import Claim, Context, GraphInput, PrimaryReading, Source
 from sim.papers.nichani.claims.reporting import across_seeds, claim_graph, pyplot, trained_number, training_seeds
-from sim.papers.nichani.claims.task_laws import N_ALPHA, N_S, N_T
+from sim.papers.nichani.task import N_ALPHA, N_S, N_T
 from sim.papers.nichani.training import N_RECIPE, NTask, Recipe, last_position_logits, sample_task, train_disentangled
 
 __all__ = ["N_E", "CLAIMS", "E_GRAPHS", "N_REFERENCE_MASS", "N_REFERENCE_CHAIN", "N_REFERENCE_GRAPHS", "model_probs",

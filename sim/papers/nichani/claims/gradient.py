@@ -34,7 +34,8 @@ from sim.claims.base import (Claim, Context, GraphInput, InstanceCheck, PrimaryR
                     summarize_instances)
 from sim.claims.inputs import batch_chain_structure, record_matrix
 from sim.tightness import Polish, floored_rows, floored_rows_inverse, optimise, report_tightness, starts_by_dimension
-from sim.papers.nichani.claims.task_laws import A_APERIODIC, A_IRREDUCIBLE, n_graph, replace_assumptions
+from sim.papers.nichani.task import n_graph
+from sim.papers.nichani.claims.task_laws import A_APERIODIC, A_IRREDUCIBLE, replace_assumptions
 
 __all__ = ["FinitePrior", "symmetric_finite_prior", "skewed_prior", "gamma_parts", "PriorFacts", "prior_facts",
            "finite_from_draws", "user_finite_prior", "N_K3", "CLAIMS"]

@@ -12,7 +12,7 @@ import numpy as np
 
 from sim.verdict import Number
 from sim.claims.base import Context
-from sim.papers.nichani.claims.task_laws import n_graph
+from sim.papers.nichani.task import n_graph
 
 __all__ = ["training_seeds", "across_seeds", "trained_number", "claim_graph", "pyplot"]
 

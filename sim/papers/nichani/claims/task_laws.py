@@ -24,10 +24,10 @@ from scipy import stats
 
 from theory.markov import stationary_batch
 from theory import CausalTree
-from theory.graphs import GivenGraph, n_parents
 from theory.dirichlet import (add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy,
                               entropy_rate_quadrature)
 
+from sim.papers.nichani.task import GRAPHS, N_ALPHA, N_S, N_T, add_alpha_batch, n_graph
 from sim.papers.nichani.task import bayes_gap_richardson, population_losses
 from sim.montecarlo import Estimate, mean_estimate
 from sim.priors import Dirichlet, Prior
@@ -37,13 +37,11 @@ from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outc
 from sim.claims.base import Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, summarize_instances
 from sim.claims.inputs import batch_chain_structure
 
-__all__ = ["N_S", "N_T", "N_ALPHA", "n_graph", "add_alpha_batch", "A_DIRICHLET", "A_IRREDUCIBLE", "A_APERIODIC",
-           "draw_structure", "structure_assumptions", "replace_assumptions", "N_T_CLAIM", "CLAIMS"]
+__all__ = ["A_DIRICHLET", "A_IRREDUCIBLE", "A_APERIODIC", "draw_structure", "structure_assumptions", "replace_assumptions",
+           "N_T_CLAIM", "CLAIMS"]
 
 #: N's sizes (``single_parent.py`` defaults): alphabet, prompt length, Dirichlet concentration.
-N_S, N_T, N_ALPHA = 10, 20, 0.1
 ROUNDOFF = 1e-12
-GRAPHS = ("chain", "icl", "random")
 #: Largest number of prompts the exact tier enumerates (S^T) when a user's prior fixes S > 2.
 MAX_EXACT_PROMPTS = 4096
 
@@ -102,47 +100,6 @@ def replace_assumptions(res: TierResult, replacements: list[Assumption], note: s
     elif note and res.conclusion_without_assumptions:
         res.conclusion_without_assumptions += "; " + note
     return res
-
-
-# ----------------------------------------------------------------------------- graphs --
-def n_graph(name: str, T: int, rng: np.random.Generator | None = None) -> np.ndarray:
-    """N's graphs as parent arrays of length ``T``; the query ``T-1`` is a root.
-
-    ``name`` is one of :data:`GRAPHS`: ``chain``, ``icl`` (the in-context function graph) or
-    ``random`` (``p(i) ~ Unif{-1..i-1}``, needs ``rng``); the laws are
-    :func:`theory.graphs.n_parents`'s. A user's graph (:class:`theory.graphs.GivenGraph`,
-    ``icl-verify run --graph``) stands for itself.
-    """
-    if name not in GRAPHS and not isinstance(name, GivenGraph):
-        raise ValueError(f"unknown graph {name!r}; expected one of {GRAPHS}")
-    return n_parents(name, T, rng)
-
-
-# ------------------------------------------------------------------- count estimators --
-def add_alpha_batch(tokens: np.ndarray, parents, alpha: float, S: int, *, root_source: str = "none") -> np.ndarray:
-    """Add-alpha predictive ``(alpha + n(q, .)) / (S alpha + n(q))`` for a batch ``(B, T)`` -> ``(B, S)``.
-
-    ``root_source="none"`` counts the DAG's edges only (the estimator N.T is about).
-    ``root_source="last"`` reproduces N's reference ``InContextTree.bayes``: a root position
-    ``i < T-1`` has ``dag[i] = -1``, and indexing ``seq[-1]`` after the query was split off
-    reads the last context token ``s_{T-2}``, so roots count as children of ``s_{T-2}``.
-    """
-    par = np.asarray(parents)
-    B, T = tokens.shape
-    q = tokens[:, -1]
-    counts = np.zeros((B, S))
-    b = np.arange(B)
-    for i in range(T - 1):
-        p = int(par[i])
-        if p >= 0:
-            src = tokens[:, p]
-        elif root_source == "last":
-            src = tokens[:, T - 2]
-        else:
-            continue
-        counts[b, tokens[:, i]] += src == q
-    c = counts + alpha
-    return c / c.sum(1, keepdims=True)
 
 
 # -------------------------------------------------------------------- wrong samplers --

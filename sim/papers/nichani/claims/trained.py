@@ -37,7 +37,7 @@ from sim.verdict import (Control, Finding, FindingKind, Number, Outcome, TierRes
                         margin_multiplier, welch_df)
 from sim.claims.base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from sim.papers.nichani.claims.reporting import across_seeds, pyplot, trained_number
-from sim.papers.nichani.claims.task_laws import N_ALPHA, N_S, n_graph
+from sim.papers.nichani.task import N_ALPHA, N_S, n_graph
 from sim.papers.nichani.training import NTask, sample_task, train_reduced_many
 
 __all__ = ["N_K1", "N_K4", "N_K10", "CLAIMS", "K1_ASSUMPTIONS", "K1_CONTROLS", "K4_CONTROLS", "Decision",
