@@ -134,7 +134,7 @@ def _gth(P: np.ndarray) -> np.ndarray:
     order = np.argsort(exit_prob, kind="stable")  # reference state first
     for ref in range(n):
         trial = order if ref == 0 else np.concatenate(([order[ref]], np.delete(order, ref)))
-        x = _gth_reduce(P[np.ix_(trial, trial)].copy())
+        x = _gth_reduce(P[np.ix_(trial, trial)][None].copy())[0]
         if np.all(np.isfinite(x)):
             out = np.empty(n)
             out[trial] = x
@@ -144,22 +144,22 @@ def _gth(P: np.ndarray) -> np.ndarray:
 
 
 def _gth_reduce(A: np.ndarray) -> np.ndarray:
-    """GTH on ``A`` (irreducible, stochastic) with state 0 as the reference: the stationary
-    law, normalised, or non-finite entries where a ratio overflowed."""
-    n = A.shape[0]
+    """GTH on a stack ``A`` ``(n, d, d)`` (irreducible, stochastic; modified in place) with state 0
+    as the reference: the stationary laws ``(n, d)``, normalised, with non-finite entries where a
+    ratio overflowed."""
+    n, d, _ = A.shape
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for k in range(n - 1, 0, -1):
-            s = A[k, :k].sum()  # = 1 - A[k, k] on the reduced chain, without cancellation
-            A[:k, k] /= s
-            A[:k, :k] += np.outer(A[:k, k], A[k, :k])
-        x = np.zeros(n)
-        x[0] = 1.0
-        for j in range(1, n):
-            x[j] = x[:j] @ A[:j, j]
-        total = x.sum()
-        if not (np.isfinite(total) and total > 0):
-            return np.full(n, np.nan)
-        return x / total
+        for k in range(d - 1, 0, -1):
+            s = A[:, k, :k].sum(axis=1)  # = 1 - A[k, k] on the reduced chain, without cancellation
+            A[:, :k, k] /= s[:, None]
+            A[:, :k, :k] += A[:, :k, k][:, :, None] * A[:, k, :k][:, None, :]
+        x = np.zeros((n, d))
+        x[:, 0] = 1.0
+        for j in range(1, d):
+            x[:, j] = np.einsum("ki,ki->k", x[:, :j], A[:, :j, j])
+        total = x.sum(axis=1, keepdims=True)
+        ok = np.isfinite(total) & (total > 0)
+        return np.where(ok, x / np.where(ok, total, 1.0), np.nan)
 
 
 def stationary(pi) -> np.ndarray:
@@ -228,18 +228,8 @@ def stationary_batch(P) -> np.ndarray:
         m = np.arange(len(idx))
         exit_prob = A.sum(axis=2) - np.einsum("kii->ki", A)  # off-diagonal sums: no cancellation
         order = np.argsort(exit_prob, axis=1, kind="stable")  # reference state first
-        A = A[m[:, None, None], order[:, :, None], order[:, None, :]]
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for k in range(d - 1, 0, -1):
-                s = A[:, k, :k].sum(axis=1)
-                A[:, :k, k] /= s[:, None]
-                A[:, :k, :k] += A[:, :k, k][:, :, None] * A[:, k, :k][:, None, :]
-            x = np.zeros((len(idx), d))
-            x[:, 0] = 1.0
-            for j in range(1, d):
-                x[:, j] = np.einsum("ki,ki->k", x[:, :j], A[:, :j, j])
-            x /= x.sum(axis=1, keepdims=True)
-        out[idx[:, None], order] = x
+        A = A[m[:, None, None], order[:, :, None], order[:, None, :]]  # a copy: reduced in place
+        out[idx[:, None], order] = _gth_reduce(A)
     bad = ~np.isfinite(out).all(axis=1)  # not irreducible, or a ratio over/underflowed
     for b in np.flatnonzero(bad):
         out[b] = stationary(flat[b])

@@ -54,14 +54,11 @@ def _trunk(model: MarkovLM, tokens: Tensor) -> Tensor:
     """The residual stream after the last layer, as ``model._trunk`` computes it (hook points
     bypassed: these paths are for training and evaluation, not for probes)."""
     check_tokens(model, tokens)
-    B, T = tokens.shape
+    T = tokens.shape[1]
     h = _token_only_first_layer(model, tokens) if model.pos is None and not _dropout_active(model) else None
     first = 2 if h is not None else 1
     if h is None:
-        h = model.embed.weight.index_select(0, tokens.reshape(-1)).view(B, T, -1)
-        if model.pos is not None:
-            h = h + model.pos[:T]
-        h = model.drop(h)
+        h = model.embed_tokens(tokens)
     mask = model.mask[..., :T, :T]
     for block in list(model.blocks)[first - 1:]:
         if block.rel is not None and not _dropout_active(model):

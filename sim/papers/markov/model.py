@@ -216,15 +216,20 @@ class MarkovLM(nn.Module):
     def _trunk(self, tokens: Tensor) -> Tensor:
         """The residual stream after the last layer, ``(B, T, width)``."""
         check_tokens(self, tokens)
-        B, T = tokens.shape
-        h = self.embed.weight.index_select(0, tokens.reshape(-1)).view(B, T, -1)  # = embed(tokens), cheaper backward
-        if self.pos is not None:
-            h = h + self.pos[:T]
-        h = self.resid[0](self.drop(h))
+        T = tokens.shape[1]
+        h = self.resid[0](self.embed_tokens(tokens))
         mask = self.mask[..., :T, :T]
         for l, block in enumerate(self.blocks, start=1):
             h = self.resid[l](block(h, mask))  # (B, T, w)
         return h
+
+    def embed_tokens(self, tokens: Tensor) -> Tensor:
+        """``h_0 = E[x_t] (+ P[t])``, dropout applied, ``(B, T, width)``."""
+        B, T = tokens.shape
+        h = self.embed.weight.index_select(0, tokens.reshape(-1)).view(B, T, -1)  # = embed(tokens), cheaper backward
+        if self.pos is not None:
+            h = h + self.pos[:T]
+        return self.drop(h)
 
     def loss(self, tokens: Tensor, targets: Tensor) -> Tensor:
         """Mean next-token cross-entropy over all positions: ``targets[b, t] = x_{t+1}``."""
