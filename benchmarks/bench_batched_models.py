@@ -36,7 +36,8 @@ def _family(name: str, M: int):
     from sim.train import make_generator
 
     if name == "W":
-        from sim.papers.wei.training import WRecipe, WTask, init_wei_model
+        from sim.papers.wei.recipes import WRecipe
+        from sim.papers.wei.training import WTask, init_wei_model
 
         d, L, H, B = 5, 10, 10, 256
         pi = np.random.default_rng(0).dirichlet(np.ones(d), d)

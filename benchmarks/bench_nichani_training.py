@@ -41,8 +41,8 @@ import torch
 
 from sim.threads import torch_threads
 from sim.papers.nichani.task import n_graph
-from sim.papers.nichani.training import (FAST_RECIPE, N_RECIPE, NTask, Recipe, disentangled_loss,
-                                         sample_task, train_disentangled)
+from sim.papers.nichani.recipes import FAST_RECIPE, N_RECIPE, Recipe
+from sim.papers.nichani.training import NTask, disentangled_loss, sample_task, train_disentangled
 from sim.papers.nichani.model import DisentangledTransformer
 from sim.papers.nichani.probes import parent_probe
 from sim.train import Stage, TrainConfig, train

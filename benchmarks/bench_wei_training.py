@@ -111,7 +111,8 @@ def _device() -> str:
 
 def _setup(d, L, H, seed, device):
     from sim.claims.inputs import DEFAULT_W_PRIOR
-    from sim.papers.wei.training import WRecipe, WTask, init_wei_model
+    from sim.papers.wei.recipes import WRecipe
+    from sim.papers.wei.training import WTask, init_wei_model
     from sim.train import make_generator
 
     pi = DEFAULT_W_PRIOR.bind(d).sample(np.random.default_rng(seed), 1)[0]

@@ -410,21 +410,71 @@ def _cmd_show(args) -> int:
         print(f"graph: {cfg['graph']['name']} ({cfg['graph']['nodes']} nodes, {len(cfg['graph']['edges'])} edges) "
               f"on {', '.join(ran) or 'no claim that ran'}")
     if doc.get("audit"):
-        from sim.audit import render_necessity, render_text
+        from sim.report import audit_text, necessity_text
 
-        print(render_text(doc["audit"]))
-        print(render_necessity(doc["audit"]))
+        print(audit_text(doc["audit"]))
+        print(necessity_text(doc["audit"]))
     print(summary_table(doc["claims"]))
     print("\n" + ", ".join(f"{k} {v}" for k, v in doc["summary"].items() if v))
     return EXIT_OK
 
 
 def _cmd_prior(args) -> int:
-    from sim.audit import run_prior_audit
+    """``icl-verify prior SPEC``: parse, audit, run the prior-dependent claims under the prior,
+    write the reports with the assumptions table at the top. A bad spec or sampler fails here,
+    before anything is written (exit 2)."""
+    from sim import claims as registry
+    from sim.audit import AUDIT_DRAWS, DEFAULT_DIMS, DEFAULT_GRAPHS, audit_prior, claim_dims, parse_graph
+    from sim.priors import PriorError, parse_prior
+    from sim.report import audit_text, necessity_text
 
     _run_settings(args)
     _load_plugins(args.plugin)
-    return run_prior_audit(args, make_config=_make_config, select=_select, execute=_execute, user_error=_UserError)
+
+    def say(msg):
+        if not getattr(args, "no_progress", False):
+            print(msg, file=sys.stderr, flush=True)
+
+    say(f"icl-verify prior: reading {args.spec!r}" + (" (calling the sampler once to learn d)" if "(" not in args.spec
+                                                      else ""))
+    try:
+        prior = parse_prior(args.spec)
+        if args.d is not None:
+            prior = prior.bind(args.d)
+    except PriorError as exc:
+        raise _UserError(str(exc)) from None
+    if prior.d == 1:
+        raise _UserError(f"{prior.spec()} is a prior on 1 state: every transition matrix is [[1]], no token carries "
+                         "information and the claims have nothing to check; give d >= 2")
+    chosen = _select(args.claims)
+    selected = [c for c in chosen if c.prior_dependent]
+    skipped = [c.id for c in chosen if not c.prior_dependent]
+    if not selected:
+        dep = [c.id for c in registry.all_claims() if c.prior_dependent]
+        raise _UserError(f"none of the claims matching {args.claims!r} depends on the prior; prior-dependent claims: "
+                         f"{', '.join(dep)}")
+    if skipped and args.claims.strip() != "*":
+        print(f"skipping {len(skipped)} claim(s) that do not depend on the prior: {', '.join(skipped)}", file=sys.stderr)
+    overrides = {c.id: {"max_examples": int(args.budget)} for c in selected} if args.budget is not None else {}
+    try:
+        graphs = [parse_graph(g) for g in (getattr(args, "graph", None) or DEFAULT_GRAPHS)]
+    except PriorError as exc:
+        raise _UserError(str(exc)) from None
+    config = _make_config(args, prior_spec=prior.spec(), overrides=overrides)
+    dims = [prior.d] if prior.d is not None else (claim_dims(selected, config.profile) or list(DEFAULT_DIMS))
+    n_draws = getattr(args, "draws", None) or AUDIT_DRAWS[config.profile]
+    say(f"icl-verify prior: auditing the assumptions on {n_draws} draws at d = {', '.join(map(str, dims))} and "
+        f"{len(graphs)} graph(s)")
+    try:
+        audit = audit_prior(prior, dims=dims, n_draws=n_draws, seed=config.seed, graphs=graphs, z=config.z)
+    except PriorError as exc:
+        raise _UserError(f"the prior failed while it was being audited: {exc}") from None
+    print(audit_text(audit))
+    print()
+    code = _execute(args, config, selected, prior=prior, audit=audit, header_extra=f" prior={prior.spec()}")
+    print()
+    print(necessity_text(audit))
+    return code
 
 
 def _cmd_diff(args) -> int:

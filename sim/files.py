@@ -1,19 +1,23 @@
-"""Files a run writes and reads: atomic writes, strict JSON, a run folder's ``run.json``.
+"""Files a run writes and reads: atomic writes, strict JSON, a run folder's ``run.json``; and a
+user's Python file (a claim plugin, a prior sampler) loaded as a module.
 
 Kept apart from the runner so that the report, the sweep, the corpus and the CLI can write
 and read results without importing the runner (and the runner can call the report).
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from sim.verdict import Verdict
 
-__all__ = ["RUN_SCHEMA", "RunError", "dump_json", "atomic_write_text", "read_run_json", "claim_counts"]
+__all__ = ["RUN_SCHEMA", "RunError", "dump_json", "atomic_write_text", "read_run_json", "claim_counts", "load_user_file"]
 
 #: Marks a folder as an icl-verify run (in its run.json): the only non-empty folder a run writes into.
 RUN_SCHEMA = "icl-verify/run/v1"
@@ -79,3 +83,28 @@ def claim_counts(dicts: Sequence[dict]) -> dict[str, int]:
     for d in dicts:
         counts[d["verdict"]] += 1
     return counts
+
+
+def load_user_file(path: Path, kind: str):
+    """Run a user's Python file as a module named after its resolved path and ``kind`` (``plugin``,
+    ``sampler``), registered in ``sys.modules`` so that pickling its functions works.
+
+    Raises ``FileNotFoundError`` when there is no such file and ``ImportError`` (saying what the
+    file raised, in one line) when it cannot be run; the callers turn these into their own errors.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    name = f"icl_verify_{kind}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be loaded as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's code: its error is an input error, said in one line
+        sys.modules.pop(name, None)
+        raise ImportError(f"running it raised {type(exc).__name__}: {exc}") from exc
+    return module

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, Sequence
 from xml.sax.saxutils import quoteattr
 
-from sim.verdict import Verdict
+from sim.verdict import Verdict, format_number
 
 __all__ = ["write_reports", "summary_table", "summary_table_markdown", "all_findings", "SCHEMA", "package_versions",
-           "git_commit", "load_results"]
+           "git_commit", "load_results", "audit_text", "necessity_text", "gamma_summary"]
 
 SCHEMA = "icl-verify/results/v1"
 
@@ -361,6 +361,62 @@ def _md_audit(au: dict) -> list[str]:
                 out.append(f"    - witness: `{_md(_clip(json.dumps(f['witness']), 400))}`")
     out.append("")
     return out
+
+
+# -------------------------------------------------------------- the audit, for a terminal --
+def audit_text(audit, width: int = 100) -> str:
+    """The assumptions table of a prior audit (a :class:`sim.audit.PriorAudit` or its JSON form)
+    for a terminal."""
+    doc = audit.to_dict() if hasattr(audit, "to_dict") else audit
+    dims = ", ".join(map(str, doc["dims"]))
+    graphs = ", ".join(g["name"] for g in doc["graphs"])
+    lines = [f"Assumptions under prior {doc['spec']}  (d = {dims}; {doc['n_draws']} draws per d unless exact; "
+             f"seed {doc['seed']}; graphs {graphs})"]
+    rows = [("assumption", "source", "status", "how", "necessary?", "evidence (worst case)")]
+    for a in doc["assumptions"]:
+        worst = next((f for st in ("fails", "undecided", "holds") for f in a["findings"] if f["status"] == st), None)
+        ev = "" if worst is None else f"{worst['where']}: {worst['summary']}"
+        rows.append((f"{a['key']} {a['name']}", a["source"], a["status"].upper() if a["status"] == "fails" else a["status"],
+                     a["how"], a.get("necessity") or ("—" if a["status"] != "fails" else "(after the claims)"),
+                     _clip(ev, width)))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for k, r in enumerate(rows):
+        lines.append("  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 8)
+    if doc.get("gamma_table"):
+        lines.append("N's gamma = min(item 1, item 2, 1 - r): " + gamma_summary(doc["gamma_table"]))
+    return "\n".join(lines)
+
+
+def gamma_summary(rows: Sequence[dict]) -> str:
+    """One line: N's gamma per d (graphs with the same value merged), and what limits it."""
+    by_d: dict[int, list[dict]] = {}
+    for g in rows:
+        by_d.setdefault(g["d"], []).append(g)
+    parts = []
+    for d, gs in by_d.items():
+        vals = {(format_number(g["gamma"]) if g["gamma"] is not None else "—", g["limited_by"]) for g in gs}
+        if len(vals) == 1:
+            v, lim = vals.pop()
+            parts.append(f"d={d}: {v}" + (f" (limited by {lim})" if lim else ""))
+        else:
+            parts.append(f"d={d}: " + ", ".join(f"{format_number(g['gamma'])} on {g['graph']} (limited by {g['limited_by']})"
+                                                for g in gs))
+    return "; ".join(parts)
+
+
+def necessity_text(audit) -> str:
+    """For a terminal: each broken assumption of a prior audit (or its JSON form), necessary or
+    removable for the claims that ran."""
+    doc = audit.to_dict() if hasattr(audit, "to_dict") else audit
+    broken = [a for a in doc["assumptions"] if a["status"] == "fails"]
+    if not broken:
+        return "Every assumption holds (or is undecided) under this prior."
+    lines = ["Broken assumptions — necessary or removable for the claims that ran:"]
+    for a in broken:
+        lines.append(f"  {a['key']} {a['name']}: {a['necessity'].upper()} — {a['necessity_detail']}")
+    return "\n".join(lines)
 
 
 _FINDINGS_INTRO = ("Each verdict above is decided by one reading: the paper's own statement, in its own scope and "

@@ -335,9 +335,10 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
     ``corpus`` (a :class:`sim.corpus.Corpus`, or None for none): the counterexample corpus the
     claims replay and store their FAILs in.
 
-    ``audit`` (the prior audit, :mod:`sim.audit`): a JSON-able dict, or a callable that gets
-    the claim dicts once every claim has finished and returns it; it is written at the top
-    of the reports, in the same final write that marks the run complete.
+    ``audit`` (a :class:`sim.audit.PriorAudit`): once every claim has finished, the claims'
+    evidence on each broken assumption is attached to it (:func:`sim.audit.attach_results`)
+    and it is written at the top of the reports, in the same final write that marks the run
+    complete.
     """
     if not claims:
         raise RunError("no claims selected")
@@ -413,7 +414,12 @@ def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, 
             bar.update(1)
     finally:
         bar.close()
-    audit_doc = audit(dicts) if callable(audit) else audit
+    audit_doc = None
+    if audit is not None:
+        from sim.audit import attach_results
+
+        attach_results(audit, dicts)
+        audit_doc = audit.to_dict()
     write_reports(out_dir, config, dicts, elapsed_s=time.perf_counter() - t0, prior=prior, audit=audit_doc)
     return out_dir, dicts
 

@@ -1,13 +1,21 @@
-"""Training: Adam or plain gradient descent, one or several stages, on CPU or CUDA.
+"""Training: Adam, AdamW or plain gradient descent, one or several stages, on CPU or CUDA.
+The one training loop of every paper (W's and N's transformers, the Markov LM of G and E,
+G's SA-transformer).
 
-The loop is deliberately small: a model with a ``loss(batch) -> scalar`` method, a
-``sample(generator, step) -> batch`` function that draws fresh data (the papers train on
-fresh samples every step), and a :class:`TrainConfig`. Stages train named parameter
-groups in turn (N's two-stage gradient descent: stage 1 trains ``A1`` with ``A2`` frozen,
-stage 2 trains ``A2``). Every ``log_every`` steps the loss is logged next to the
+The loop is deliberately small: a model with a ``loss(batch) -> scalar`` method (or a
+``loss_fn(model, batch)``), a ``sample(generator, step) -> batch`` function that draws fresh
+data (the papers train on fresh samples every step), and a :class:`TrainConfig`. Each step
+is: set the stage's learning rate, sample, forward, ``zero_grad``, backward, clip the
+gradient norm (``grad_clip``), optimiser step. Stages train named parameter groups in turn
+(N's two-stage gradient descent: stage 1 trains ``A1`` with ``A2`` frozen, stage 2 trains
+``A2``), with weight decay on the named parameters ``decay_params`` (coupled L2 for Adam and
+SGD, decoupled for AdamW). Every ``log_every`` steps the loss is logged next to the
 Bayes-optimal loss when a baseline is given, and optional probes record mechanism
-readouts (time to mechanism). Checkpoints carry their config and every RNG state, so a
-killed run resumes to the same parameters.
+readouts (time to mechanism). An evaluation hook ``evaluate(model, step, losses)`` runs at
+step 0 and after the steps ``eval_at`` chooses, sees the training losses since the previous
+evaluation and may stop training (the papers' evaluation schedules and stopping rules live
+with the caller). Checkpoints carry their config and every RNG state, so a killed run
+resumes to the same parameters.
 
 Randomness is split by purpose: ``init`` for parameters (used by the caller building the
 model), ``data`` for the batches; both come from the claim's seeds.
@@ -31,30 +39,41 @@ import torch
 
 __all__ = ["Stage", "TrainConfig", "TrainLog", "train", "train_batched", "make_generator"]
 
+OPTIMIZERS = ("adam", "adamw", "sgd")
+
 
 @dataclass(frozen=True)
 class Stage:
     """Train the parameters whose names start with any of ``params`` (all if empty).
 
     ``weight_decay`` applies to the trained parameters whose names start with any of
-    ``decay_params`` (all trained parameters if empty).
+    ``decay_params`` (all trained parameters if empty); the other trained parameters form a
+    second parameter group without decay. ``optimizer``: ``adam`` (``torch.optim.Adam``, weight
+    decay as an L2 term in the gradient), ``adamw`` (``torch.optim.AdamW``, decoupled weight
+    decay ``p <- p - lr wd p``) or ``sgd`` (plain gradient descent); ``betas`` are Adam's and
+    AdamW's moment decay rates.
     """
 
     steps: int
     lr: float
     params: tuple[str, ...] = ()
-    optimizer: str = "adam"  # adam | sgd (plain gradient descent)
+    optimizer: str = "adam"  # adam | adamw | sgd (plain gradient descent)
     schedule: str = "constant"  # constant | cosine
     weight_decay: float = 0.0
     decay_params: tuple[str, ...] = ()
+    betas: tuple[float, float] = (0.9, 0.999)
 
     def __post_init__(self):
         if self.steps < 0:
             raise ValueError(f"steps must be >= 0, got {self.steps}")
         if not self.lr > 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
-        if self.optimizer not in ("adam", "sgd"):
-            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {self.optimizer!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        betas = tuple(self.betas)
+        if len(betas) != 2 or not all(0 <= b < 1 for b in betas):
+            raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
+        object.__setattr__(self, "betas", tuple(float(b) for b in betas))
         if self.schedule not in ("constant", "cosine"):
             raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.schedule!r}")
 
@@ -122,7 +141,10 @@ def _optimizer(stage: Stage, named):
     if rest:
         groups.append({"params": rest, "weight_decay": 0.0})
     if stage.optimizer == "adam":
-        return torch.optim.Adam(groups, lr=stage.lr)
+        return torch.optim.Adam(groups, lr=stage.lr, betas=stage.betas)
+    if stage.optimizer == "adamw":
+        # foreach: one multi-tensor kernel per update step instead of one per parameter tensor
+        return torch.optim.AdamW(groups, lr=stage.lr, betas=stage.betas, foreach=True)
     return torch.optim.SGD(groups, lr=stage.lr)
 
 
@@ -137,7 +159,9 @@ def train(model: torch.nn.Module, sample: Callable[[torch.Generator, int], Any],
           probes: Mapping[str, Callable[[torch.nn.Module], float]] | None = None,
           thresholds: Mapping[str, float] | None = None, stop_when_crossed: bool = False,
           checkpoint: str | os.PathLike | None = None, progress: bool | Callable[[str], None] = False,
-          loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor] | None = None) -> TrainLog:
+          loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor] | None = None,
+          evaluate: Callable[[torch.nn.Module, int, list[float]], bool] | None = None,
+          eval_at: Callable[[int], bool] | None = None) -> TrainLog:
     """Train ``model`` in place and return the log.
 
     Parameters
@@ -158,7 +182,24 @@ def train(model: torch.nn.Module, sample: Callable[[torch.Generator, int], Any],
         ``train`` starts and its config matches, training resumes from it.
     progress : bool or callable
         ``True`` shows a tqdm bar; a callable receives a status line at every log point.
+    loss_fn : (model, batch) -> scalar tensor, optional
+        The training loss in place of ``model.loss(batch)``.
+    evaluate : (model, step, losses) -> bool, optional
+        Called at step 0 (before any update), after every update ``step`` for which
+        ``eval_at(step)`` is true, and after the last step; ``losses`` are the training
+        losses (floats) of the steps since the previous call, oldest first (empty at step 0).
+        Returning ``True`` ends training there (``log.steps`` is that step). It runs with
+        gradients enabled and the model in whatever mode it is in: setting ``model.eval()``
+        and ``torch.no_grad()`` is the hook's business. Not with ``checkpoint`` (the hook's own
+        state, e.g. a stopping rule's streak, would not resume).
+    eval_at : step -> bool, optional
+        The steps after which ``evaluate`` runs besides step 0 and the last (none if omitted).
     """
+    if evaluate is not None and checkpoint is not None:
+        raise ValueError("train: an evaluate hook cannot be combined with a checkpoint "
+                         "(the hook's own state would not resume)")
+    if eval_at is not None and evaluate is None:
+        raise ValueError("train: eval_at chooses the steps of an evaluate hook; none was given")
     model.to(device)
     gen = make_generator(config.seed, device)
     log = TrainLog()
@@ -183,7 +224,11 @@ def train(model: torch.nn.Module, sample: Callable[[torch.Generator, int], Any],
         bar = tqdm(total=total, initial=start_step, unit="step", leave=False, dynamic_ncols=True)
     t0 = time.perf_counter() - log.seconds
     step = 0
+    pending: list[float] = []  # training losses since the previous evaluation
+    stopped = evaluate is not None and bool(evaluate(model, 0, []))
     for stage_index, stage in enumerate(config.stages):
+        if stopped:
+            break
         stage_start = step
         step += stage.steps
         if step <= start_step:
@@ -211,6 +256,8 @@ def train(model: torch.nn.Module, sample: Callable[[torch.Generator, int], Any],
                 torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
             opt.step()
             done = s + 1
+            if evaluate is not None:
+                pending.append(float(loss.detach()))
             if done % config.log_every == 0 or done == total:
                 row = {"step": done, "loss": float(loss.detach()), "seconds": time.perf_counter() - t0,
                        "stage": stage_index}
@@ -232,7 +279,10 @@ def train(model: torch.nn.Module, sample: Callable[[torch.Generator, int], Any],
                 bar.update(1)
             if ckpt is not None and config.checkpoint_every and done % config.checkpoint_every == 0:
                 _save(ckpt, model, opt, stage_index, gen, done, config, log, t0)
-            if stop_when_crossed and thresholds and all(n in log.crossed for n in thresholds):
+            if evaluate is not None and (done == total or (eval_at is not None and eval_at(done))):
+                stopped = bool(evaluate(model, done, pending))
+                pending = []
+            if stopped or (stop_when_crossed and thresholds and all(n in log.crossed for n in thresholds)):
                 step = done
                 break
         else:
@@ -268,10 +318,10 @@ def train_batched(models, samples, config: TrainConfig, seeds, *, device: str = 
     Model ``k`` draws its batches with ``samples[k](gen_k, step)``, ``gen_k`` seeded with
     ``seeds[k]``, and is what :func:`train` gives for ``(models[k], samples[k],
     dataclasses.replace(config, seed=seeds[k]))``: the loss of the stack is the sum of the
-    models' losses, so each model's gradient is its own, and SGD and Adam update elementwise.
-    Batches are pytrees of tensors; a leaf that is not a tensor (a numpy record beside the data)
-    reaches the loss as ``None``. Checkpoints, probes,
-    a Bayes baseline and gradient clipping (a norm over one model) are :func:`train`'s only.
+    models' losses, so each model's gradient is its own, and SGD, Adam and AdamW update
+    elementwise. Batches are pytrees of tensors; a leaf that is not a tensor (a numpy record
+    beside the data) reaches the loss as ``None``. Checkpoints, probes, a Bayes baseline, the
+    evaluation hook and gradient clipping (a norm over one model) are :func:`train`'s only.
     """
     from torch.func import functional_call, stack_module_state, vmap
     from torch.utils import _pytree as pytree

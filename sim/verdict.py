@@ -43,6 +43,7 @@ __all__ = [
     "headline",
     "guard_with_controls",
     "to_jsonable",
+    "format_number",
 ]
 
 #: Standard errors of margin a PASS needs (two-sided 99.7 %).
@@ -102,18 +103,19 @@ class Number:
             raise ValueError(f"Number {self.name!r}: df must be >= 0, got {self.df}")
 
     def format(self, digits: int = 4) -> str:
-        v = _fmt(self.value, digits)
-        parts = [v if self.stderr == 0 else f"{v} ± {_fmt(self.stderr, 2)}"]
+        v = format_number(self.value, digits)
+        parts = [v if self.stderr == 0 else f"{v} ± {format_number(self.stderr, 2)}"]
         if self.n is not None:
             parts.append(f"n={self.n}")
         if self.seed is not None:
             parts.append(f"seed={self.seed}")
         if self.tolerance is not None:
-            parts.append(f"tol={_fmt(self.tolerance, 2)}")
+            parts.append(f"tol={format_number(self.tolerance, 2)}")
         return ", ".join(parts)
 
 
-def _fmt(x: float, digits: int) -> str:
+def format_number(x: float, digits: int = 4) -> str:
+    """``x`` for a reader: ``digits`` significant digits, scientific below 1e-3 and from 1e5."""
     if x is None:
         return "—"
     if isinstance(x, (int,)) and not isinstance(x, bool):

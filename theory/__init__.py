@@ -8,7 +8,7 @@ Submodules not re-exported here (so ``import theory`` stays light): ``theory.sym
 """
 from .errors import TheoryError
 from .structures import CausalTree
-from .markov import validate_stochastic, validate_prob_vector, stationary, stationary_batch, closed_classes
+from .markov import validate_stochastic, validate_prob_vector, stationary, stationary_batch, closed_classes, chain_structure_batch
 from .joint import marginal, marginals, pairwise_joint, all_pairwise_joints, channel, sequence_pmf
 from .information import f_divergence, mutual_information, entropy
 from .contraction import dobrushin, eta_chi2, eta_kl, EtaKL, contraction_report
@@ -22,7 +22,15 @@ from .bma import (
     recursive_trees,
 )
 from .gradients import nichani_gradient_signal, nichani_parent_chi2, wei_gradient_at_zero, wei_chi2_signal
-from .dirichlet import add_alpha_predictive, bayes_predictive_estimate, dirichlet_row_entropy, edge_counts, exact_bayes_predictive
+from .dirichlet import (
+    add_alpha_batch,
+    add_alpha_predictive,
+    bayes_predictive_estimate,
+    dirichlet_row_entropy,
+    edge_count_rows,
+    edge_counts,
+    exact_bayes_predictive,
+)
 from .largedev import (
     ChernoffResult,
     MapErrorExponent,
@@ -42,6 +50,7 @@ __all__ = [
     "validate_prob_vector",
     "stationary",
     "stationary_batch",
+    "chain_structure_batch",
     "closed_classes",
     "marginal",
     "marginals",
@@ -66,9 +75,11 @@ __all__ = [
     "recursive_trees",
     "nichani_gradient_signal",
     "nichani_parent_chi2",
+    "add_alpha_batch",
     "add_alpha_predictive",
     "bayes_predictive_estimate",
     "dirichlet_row_entropy",
+    "edge_count_rows",
     "edge_counts",
     "exact_bayes_predictive",
     "wei_gradient_at_zero",

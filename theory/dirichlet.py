@@ -16,6 +16,10 @@ and the posterior predictive is the add-alpha estimator ``(alpha + n(q, .)) / (S
 (N Knowl 8's empirical estimator, smoothed). The ``mu_pi`` factors break conjugacy; for
 ``S = 2`` :func:`bayes_quadrature_s2` integrates them out to near machine precision, and
 :func:`bayes_predictive_estimate` gives an importance-sampling estimate for any ``S``.
+
+The add-alpha counts over a batch of prompts on one DAG (:func:`edge_count_rows`,
+:func:`add_alpha_batch`) are the same counting as the per-prompt :func:`add_alpha_predictive`,
+which calls them on a batch of one.
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ from .structures import CausalTree
 
 __all__ = [
     "edge_counts",
+    "edge_count_rows",
+    "add_alpha_batch",
     "add_alpha_predictive",
     "exact_bayes_predictive",
     "bayes_quadrature_s2",
@@ -41,10 +47,14 @@ __all__ = [
     "dirichlet_row_entropy",
     "entropy_rate_quadrature",
     "ROOT_LAWS",
+    "ROOT_SOURCES",
 ]
 
 #: How non-query roots are drawn: from ``mu_pi`` (N's task) or independently of ``pi``.
 ROOT_LAWS = ("stationary", "independent")
+#: What :func:`edge_count_rows` reads as a non-query root's parent: nothing (the task's edges), or
+#: the last context token ``s_{T-2}`` (N's reference code).
+ROOT_SOURCES = ("none", "last")
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -64,6 +74,14 @@ def _check_S(S) -> int:
     return int(S)
 
 
+def _check_query_root(tree: CausalTree) -> None:
+    q = tree.n - 1
+    if tree.parents[q] != -1:
+        raise TheoryError(
+            f"the query position T-1 = {q} must be a root (N's query s_T ~ Unif[S]), "
+            f"but the tree gives it parent {int(tree.parents[q])}")
+
+
 def _check_prompt(prompt, tree, S: int) -> tuple[np.ndarray, CausalTree]:
     tree = as_tree(tree)
     try:
@@ -79,12 +97,32 @@ def _check_prompt(prompt, tree, S: int) -> tuple[np.ndarray, CausalTree]:
             raise TheoryError(f"prompt position {i}: token {v!r} is not an integer")
         if not 0 <= int(v) < S:
             raise TheoryError(f"prompt position {i}: token {int(v)} is out of range 0..{S - 1} (S = {S})")
-    q = tree.n - 1
-    if tree.parents[q] != -1:
-        raise TheoryError(
-            f"the query position T-1 = {q} must be a root (N's query s_T ~ Unif[S]), "
-            f"but the tree gives it parent {int(tree.parents[q])}")
+    _check_query_root(tree)
     return arr.astype(np.int64), tree
+
+
+def _check_prompt_batch(tokens, tree, S: int) -> tuple[np.ndarray, CausalTree]:
+    """``tokens`` as an int64 array ``(B, T)`` in ``0..S-1`` for a tree on ``T`` positions whose query ``T-1`` is a root."""
+    tree = as_tree(tree)
+    try:
+        x = np.asarray(tokens)
+    except Exception as exc:
+        raise TheoryError(f"tokens could not be read as an array: {exc}") from None
+    if x.ndim != 2 or x.shape[1] != tree.n:
+        raise TheoryError(f"tokens must have shape (B, T) with T = {tree.n} (the tree's positions), got shape {x.shape}")
+    if not np.issubdtype(x.dtype, np.integer):  # bool is not an integer dtype here
+        if not np.issubdtype(x.dtype, np.floating):
+            raise TheoryError(f"tokens must be integers, got dtype {x.dtype}")
+        bad = np.argwhere(~(np.isfinite(x) & (x == np.round(x))))
+        if bad.size:
+            b, i = bad[0]
+            raise TheoryError(f"tokens[{b}, {i}] = {float(x[b, i])!r} is not an integer")
+    bad = np.argwhere((x < 0) | (x >= S))
+    if bad.size:
+        b, i = bad[0]
+        raise TheoryError(f"tokens[{b}, {i}] = {x[b, i].item()} is out of range 0..{S - 1} (S = {S})")
+    _check_query_root(tree)
+    return x.astype(np.int64), tree
 
 
 def edge_counts(prompt, tree, S: int) -> tuple[np.ndarray, np.ndarray]:
@@ -108,6 +146,61 @@ def edge_counts(prompt, tree, S: int) -> tuple[np.ndarray, np.ndarray]:
     return n, r
 
 
+# -- add-alpha counts over a batch of prompts on one DAG -------------------------------------------
+def _query_row_counts(x: np.ndarray, parents: np.ndarray, S: int, root_source: str) -> np.ndarray:
+    """The counting of :func:`edge_count_rows` on validated ``x (B, T)`` and ``parents (T,)``."""
+    B, T = x.shape
+    src = parents[: T - 1].copy()  # the query's own entry is -1 (checked): not an edge
+    if root_source == "last":
+        src[src < 0] = T - 2
+    keep = np.flatnonzero(src >= 0)
+    match = (x[:, src[keep]] == x[:, -1:]).astype(np.float64)  # (B, n_edges): parent token == query
+    counts = np.zeros((B, S))
+    np.add.at(counts, (np.repeat(np.arange(B), keep.size), x[:, keep].ravel()), match.ravel())
+    return counts  # (B, S)
+
+
+def edge_count_rows(tokens, tree, S: int, *, root_source: str = "none") -> np.ndarray:
+    """The query's row of the edge counts for each prompt of a batch on one DAG, ``(B, S)``.
+
+    ``n[b, y] = #{edges j -> i among positions 0..T-2 : s_j = q, s_i = y}`` with ``q = s_{T-1}``
+    the query of prompt ``b``: row ``q`` of :func:`edge_counts`' ``n``, as floats.
+
+    ``root_source="last"`` also counts every non-query root ``i`` as a child of ``s_{T-2}``:
+    N's reference ``InContextTree.bayes`` indexes ``seq[dag]`` with ``dag[i] = -1`` after the
+    query was split off, which reads the last context token.
+
+    Parameters
+    ----------
+    tokens : array_like of int, shape (B, T), tokens in ``0..S-1``
+    tree : CausalTree or parent array, length T; position ``T-1`` must be a root
+    S : int >= 2
+    root_source : {"none", "last"}
+    """
+    if root_source not in ROOT_SOURCES:
+        raise TheoryError(f"root_source must be one of {', '.join(map(repr, ROOT_SOURCES))}, got {root_source!r}")
+    S = _check_S(S)
+    x, tree = _check_prompt_batch(tokens, tree, S)
+    return _query_row_counts(x, tree.parents, S, root_source)
+
+
+def _add_alpha(counts: np.ndarray, alpha: float) -> np.ndarray:
+    """``(alpha + n) / (S alpha + sum n)`` along the last axis: the one home of the add-alpha formula."""
+    c = counts + alpha
+    return c / c.sum(axis=-1, keepdims=True)
+
+
+def add_alpha_batch(tokens, tree, alpha, S: int, *, root_source: str = "none") -> np.ndarray:
+    """Add-alpha predictive ``(alpha + n(q, .)) / (S alpha + n(q))`` along the DAG's edges for a batch, ``(B, S)``.
+
+    ``n`` from :func:`edge_count_rows` (same ``tokens``, ``tree``, ``root_source``); N Knowl 8's
+    estimator, smoothed; with ``root_source="last"`` N's reference code's "Bayes". Row ``b``
+    equals :func:`add_alpha_predictive` of prompt ``b`` (``root_source="none"``).
+    """
+    a = _check_alpha(alpha)
+    return _add_alpha(edge_count_rows(tokens, tree, S, root_source=root_source), a)
+
+
 # -- conjugate predictor -------------------------------------------------------------------------
 def add_alpha_predictive(prompt, tree, alpha, S: int) -> np.ndarray:
     """Add-alpha estimator ``(alpha + n(q, s')) / (S alpha + n(q))`` along the DAG's edges (N Knowl 8, smoothed).
@@ -116,7 +209,8 @@ def add_alpha_predictive(prompt, tree, alpha, S: int) -> np.ndarray:
     ``0..T-2`` with ``(s_j, s_i) = (q, s')`` and ``n(q) = sum_s' n(q, s')``. This is the exact
     posterior predictive ``E[pi(q, .) | prompt]`` for i.i.d. ``Dirichlet(alpha)`` rows when
     roots are independent of ``pi`` (conjugacy); with roots ``~ mu_pi`` (N's task) it is not
-    exact (see :func:`exact_bayes_predictive`).
+    exact (see :func:`exact_bayes_predictive`). Same counting as :func:`add_alpha_batch`, on a
+    batch of one.
 
     Parameters
     ----------
@@ -130,10 +224,9 @@ def add_alpha_predictive(prompt, tree, alpha, S: int) -> np.ndarray:
     ndarray, shape (S,), a probability vector.
     """
     a = _check_alpha(alpha)
-    n, _ = edge_counts(prompt, tree, S)
-    q = int(np.asarray(prompt)[-1])
-    row = n[q].astype(np.float64)
-    return (a + row) / (S * a + row.sum())
+    S = _check_S(S)
+    arr, tree = _check_prompt(prompt, tree, S)
+    return _add_alpha(_query_row_counts(arr[None], tree.parents, S, "none"), a)[0]  # a batch of one
 
 
 # -- exact Bayes for S = 2 by quadrature -------------------------------------------------------------

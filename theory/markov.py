@@ -5,6 +5,8 @@ so ``pi`` is row-stochastic and a law ``p`` (a row vector) moves one step as ``p
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
@@ -16,6 +18,7 @@ __all__ = [
     "stationary",
     "stationary_batch",
     "closed_classes",
+    "chain_structure_batch",
     "matrix_powers",
     "ROW_SUM_ATOL",
 ]
@@ -111,6 +114,42 @@ def closed_classes(pi) -> list[list[int]]:
         if not np.any(pi[np.ix_(members, outside)] > 0):
             classes.append(members.tolist())
     return classes
+
+
+def _bool_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.matmul(a.astype(np.int64), b.astype(np.int64)) > 0
+
+
+def chain_structure_batch(pis: np.ndarray) -> dict[str, np.ndarray]:
+    """N Knowl 2's conditions on a batch ``pis`` ``(n, d, d)``, each a boolean array ``(n,)``:
+
+    - ``"unique stationary law"``: one closed class (transient states allowed);
+    - ``"irreducible"``: one communicating class holding every state (``mu_pi`` unique, positive);
+    - ``"aperiodic"``: every closed class has period 1.
+
+    Vectorised on the zero pattern: reachability ``R`` by repeated squaring of ``(pi > 0) | I``;
+    state ``i`` is recurrent iff everything it reaches reaches it back; a closed class is
+    aperiodic iff its block of ``A^m`` is positive for Wielandt's ``m = (d - 1)^2 + 1``.
+    """
+    pis = np.asarray(pis, dtype=float)
+    n, d, _ = pis.shape
+    adj = pis > 0
+    R = adj | np.eye(d, dtype=bool)[None]
+    for _ in range(max(1, math.ceil(math.log2(max(d, 2))))):
+        R = _bool_matmul(R, R)
+    recurrent = np.all(~R | np.swapaxes(R, 1, 2), axis=2)  # (n, d): i -> j implies j -> i
+    both = recurrent[:, :, None] & recurrent[:, None, :]
+    unique = np.all(~both | R, axis=(1, 2))  # recurrent states all communicate
+    irreducible = R.all(axis=(1, 2))
+    power, base, m = np.broadcast_to(np.eye(d, dtype=bool), (n, d, d)).copy(), adj.copy(), (d - 1) ** 2 + 1
+    while m:
+        if m & 1:
+            power = _bool_matmul(power, base)
+        base = _bool_matmul(base, base)
+        m >>= 1
+    same_class = both & R & np.swapaxes(R, 1, 2)
+    aperiodic = np.all(~same_class | power, axis=(1, 2))
+    return {"unique stationary law": unique, "irreducible": irreducible, "aperiodic": aperiodic}
 
 
 def _gth(P: np.ndarray) -> np.ndarray:

@@ -14,7 +14,6 @@ import fnmatch
 import hashlib
 import importlib
 import importlib.util
-import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -141,17 +140,12 @@ def register(claims: Iterable[Claim], origin: str = "register()") -> list[Claim]
 
 def load_plugin(path: str | Path) -> list[Claim]:
     """Load user claims from a Python file that defines ``CLAIMS = [Claim(...), ...]``."""
+    from sim.files import load_user_file
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"claim plugin {path} does not exist")
-    name = f"icl_verify_plugin_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # the user's code: its error is an input error, said in one line
-        raise ImportError(f"running it raised {type(exc).__name__}: {exc}") from exc
+    module = load_user_file(path, "plugin")
     claims = getattr(module, "CLAIMS", None)
     if claims is None:
         raise ValueError(f"claim plugin {path} defines no CLAIMS list")

@@ -6,19 +6,18 @@ matrices (``"pi"``), trees (``"tree"``) and positions (``"positions"``).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
 
 from theory import CausalTree, stationary
-from theory.markov import closed_classes
+from theory.markov import chain_structure_batch, closed_classes
 
 from sim.priors import Dirichlet, Floor, Prior
 from sim.sampling import random_recursive_parents
 
-__all__ = ["Instance", "default_root", "default_root_name", "chain_structure", "batch_chain_structure", "prior_for", "draw_matrices", "w_instances",
+__all__ = ["Instance", "default_root", "default_root_name", "chain_structure", "prior_for", "draw_matrices", "w_instances",
            "root_laws", "record_matrix", "DEFAULT_W_PRIOR", "UNIFORM_FALLBACK"]
 
 #: The name a record gives the uniform root law used because the stationary law is not unique.
@@ -53,45 +52,9 @@ def default_root_name(pi: np.ndarray) -> str:
     return "stationary" if len(closed_classes(pi)) == 1 else UNIFORM_FALLBACK
 
 
-def _bool_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.matmul(a.astype(np.int64), b.astype(np.int64)) > 0
-
-
-def batch_chain_structure(pis: np.ndarray) -> dict[str, np.ndarray]:
-    """N Knowl 2's conditions on a batch ``pis`` ``(n, d, d)``, each a boolean array ``(n,)``:
-
-    - ``"unique stationary law"``: one closed class (transient states allowed);
-    - ``"irreducible"``: one communicating class holding every state (``mu_pi`` unique, positive);
-    - ``"aperiodic"``: every closed class has period 1.
-
-    Vectorised on the zero pattern: reachability ``R`` by repeated squaring of ``(pi > 0) | I``;
-    state ``i`` is recurrent iff everything it reaches reaches it back; a closed class is
-    aperiodic iff its block of ``A^m`` is positive for Wielandt's ``m = (d - 1)^2 + 1``.
-    """
-    pis = np.asarray(pis, dtype=float)
-    n, d, _ = pis.shape
-    adj = pis > 0
-    R = adj | np.eye(d, dtype=bool)[None]
-    for _ in range(max(1, math.ceil(math.log2(max(d, 2))))):
-        R = _bool_matmul(R, R)
-    recurrent = np.all(~R | np.swapaxes(R, 1, 2), axis=2)  # (n, d): i -> j implies j -> i
-    both = recurrent[:, :, None] & recurrent[:, None, :]
-    unique = np.all(~both | R, axis=(1, 2))  # recurrent states all communicate
-    irreducible = R.all(axis=(1, 2))
-    power, base, m = np.broadcast_to(np.eye(d, dtype=bool), (n, d, d)).copy(), adj.copy(), (d - 1) ** 2 + 1
-    while m:
-        if m & 1:
-            power = _bool_matmul(power, base)
-        base = _bool_matmul(base, base)
-        m >>= 1
-    same_class = both & R & np.swapaxes(R, 1, 2)
-    aperiodic = np.all(~same_class | power, axis=(1, 2))
-    return {"unique stationary law": unique, "irreducible": irreducible, "aperiodic": aperiodic}
-
-
 def chain_structure(pi: np.ndarray) -> dict[str, bool]:
-    """:func:`batch_chain_structure` for one ``pi`` ``(d, d)``."""
-    return {k: bool(v[0]) for k, v in batch_chain_structure(np.asarray(pi, dtype=float)[None]).items()}
+    """:func:`theory.markov.chain_structure_batch` for one ``pi`` ``(d, d)``."""
+    return {k: bool(v[0]) for k, v in chain_structure_batch(np.asarray(pi, dtype=float)[None]).items()}
 
 
 def root_laws(pi: np.ndarray, which: Sequence[str]) -> list[tuple[str, np.ndarray | None]]:

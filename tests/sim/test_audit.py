@@ -15,12 +15,10 @@ from sim.audit import (
     audit_prior,
     claim_dims,
     parse_graph,
-    render_necessity,
-    render_text,
 )
 from sim.cli import main
 from sim.priors import PriorError, parse_prior
-from sim.report import render_html, render_markdown
+from sim.report import audit_text, necessity_text, render_html, render_markdown
 
 DATA = Path(__file__).parent / "data"
 SAMPLERS = DATA / "user_priors.py"
@@ -68,7 +66,7 @@ def test_floored_dirichlet_meets_every_assumption():
     assert n2.kind == "montecarlo" and n2.stderr > 0 and n2.n == 400
     # N's gamma: 0.3 from the floor, the binding item everywhere (1 - r = 0.9 chain, 0.45 icf)
     assert all(abs(g["gamma"] - 0.3) < 1e-12 and "item 1" in g["limited_by"] for g in a.gamma_table)
-    assert "N's gamma" in render_text(a)
+    assert "N's gamma" in audit_text(a)
 
 
 # -- N Knowl 10, one assumption at a time ---------------------------------------------------------
@@ -230,7 +228,7 @@ def test_necessity_necessary_removable_and_not_tested():
     attach_results(b, [_dict("W.L3", "property", "no counterexample within the budget of 50 examples (the "
                                                  "assumption did not look necessary for this prior)")])
     assert b.get("W.L3.gamma").necessity == "removable" and "50 examples" in b.get("W.L3.gamma").necessity_detail
-    assert "REMOVABLE" in render_necessity(b)
+    assert "REMOVABLE" in necessity_text(b)
 
 
 def test_necessity_attributes_a_counterexample_to_what_its_pi_breaks():

@@ -93,7 +93,7 @@ ENTRY_POINTS = {
     "N.K1": ("sim.papers.nichani.claims.trained.train_reduced_many", lambda task, seeds, **kw: list(seeds)),
     "N.K4": ("sim.papers.nichani.claims.trained.train_reduced_many", lambda task, seeds, **kw: list(seeds)),
     "N.K9": ("sim.papers.nichani.claims.constructions_trained.train_disentangled", lambda task, recipe, **kw: [kw["seed"]]),
-    "N.E": ("sim.papers.nichani.claims.experiments.train_disentangled", lambda task, recipe, **kw: [kw["seed"]]),
+    "N.E": ("sim.papers.nichani.claims.experiments.run_jobs", lambda ctx, fn, jobs, **kw: [j["seed"] for j in jobs]),
     "G.1": ("sim.papers.markov.runs.sweep_records", _run_seeds),
     "E.1": ("sim.papers.markov.runs.sweep_records", _run_seeds),
     "G.2": ("sim.papers.markov.sa_transformer.train_tau", lambda **kw: list(kw["seeds"])),

@@ -1,6 +1,8 @@
 """Tests of sim.train: stages and freezing, weight decay on named parameters, the cosine
-schedule, probes and time to mechanism, checkpoints that resume to the uninterrupted run,
+schedule, AdamW (decoupled decay, betas), probes and time to mechanism, the evaluation hook
+(its steps, the losses it sees, stopping), checkpoints that resume to the uninterrupted run,
 and the CPU device path (no tensor created anywhere else)."""
+import dataclasses
 import math
 import shutil
 
@@ -9,7 +11,7 @@ import torch
 from torch import nn
 
 from sim.device import resolve_device
-from sim.train import Stage, TrainConfig, _lr_at, train
+from sim.train import Stage, TrainConfig, _lr_at, make_generator, train
 
 
 class Quad(nn.Module):
@@ -157,3 +159,108 @@ def test_cpu_device_path_creates_no_tensor_elsewhere(device_log):
                     bayes_loss=lambda x: float(x.sum()), probes={"a0": lambda m: float(m.a[0])})
     assert mode.devices == {"cpu"}, mode.devices
     assert {p.device.type for p in model.parameters()} == {"cpu"} and log.steps == 4
+
+
+def test_adamw_stage_equals_torch_adamw_applied_by_hand():
+    """Same init, same batches: train's AdamW stage (betas, decay on ``a`` only, grad clip) is
+    ``torch.optim.AdamW`` stepped by hand, bit for bit; Adam's coupled decay, the default betas
+    or decay on every parameter end elsewhere (the comparison can fail)."""
+    def by_hand(optimizer_cls, betas, decay_b):
+        model = Quad()
+        with torch.no_grad():
+            model.b.fill_(1.0)
+        opt = optimizer_cls([{"params": [model.a], "weight_decay": 0.3},
+                             {"params": [model.b], "weight_decay": 0.3 if decay_b else 0.0}], lr=0.05, betas=betas)
+        gen = make_generator(4)
+        for s in range(6):
+            x = normal_batch(gen, s)
+            loss = model.loss(x)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_([model.a, model.b], 2.0)
+            opt.step()
+        return model
+
+    model = Quad()
+    with torch.no_grad():
+        model.b.fill_(1.0)
+    stage = Stage(6, 0.05, optimizer="adamw", betas=(0.8, 0.95), weight_decay=0.3, decay_params=("a",))
+    train(model, normal_batch, TrainConfig(stages=(stage,), seed=4, log_every=3, grad_clip=2.0))
+    want = by_hand(torch.optim.AdamW, (0.8, 0.95), False)
+    assert torch.equal(model.a, want.a) and torch.equal(model.b, want.b)
+    for wrong in (by_hand(torch.optim.Adam, (0.8, 0.95), False), by_hand(torch.optim.AdamW, (0.9, 0.999), False),
+                  by_hand(torch.optim.AdamW, (0.8, 0.95), True)):
+        assert not (torch.equal(model.a, wrong.a) and torch.equal(model.b, wrong.b))
+
+
+def test_adamw_decay_is_decoupled():
+    """No loss gradient on b: AdamW shrinks it by (1 - lr wd) per step exactly; Adam's L2 term
+    would instead move it by about lr per step (a normalised gradient)."""
+    model = Linear()
+    stage = Stage(5, 0.1, optimizer="adamw", weight_decay=0.5, decay_params=("b",))
+    train(model, normal_batch, TrainConfig(stages=(stage,), log_every=5))
+    assert torch.allclose(model.b, torch.full((2,), (1 - 0.1 * 0.5) ** 5), rtol=0, atol=1e-6), model.b
+    coupled = Linear()
+    train(coupled, normal_batch, TrainConfig(stages=(dataclasses.replace(stage, optimizer="adam"),), log_every=5))
+    assert not torch.allclose(coupled.b, model.b, atol=1e-3)
+
+
+def test_bad_optimizer_or_betas_are_errors():
+    with pytest.raises(ValueError, match="optimizer must be one of adam, adamw, sgd"):
+        Stage(1, 0.1, optimizer="rmsprop")
+    for betas in ((0.9,), (0.9, 1.0), (-0.1, 0.9)):
+        with pytest.raises(ValueError, match="betas must be two numbers"):
+            Stage(1, 0.1, optimizer="adamw", betas=betas)
+    assert Stage(1, 0.1, betas=[0.5, 0.6]).betas == (0.5, 0.6)  # a JSON list is stored as a tuple
+
+
+def test_evaluate_hook_runs_at_step_0_the_chosen_steps_and_the_last_with_the_losses_since():
+    """SGD on ``Linear``: a = -lr * step exactly, so the hook sees the model after ``step``
+    updates (not before the last one); its ``losses`` are the logged per-step losses (log
+    every step) of the steps since the previous call, across the stage boundary."""
+    calls = []
+
+    def evaluate(model, step, losses):
+        calls.append((step, float(model.a[0].detach()), list(losses)))
+        return False
+
+    cfg = TrainConfig(stages=(Stage(6, 0.1, optimizer="sgd"), Stage(4, 0.1, optimizer="sgd")), log_every=1)
+    log = train(Linear(), normal_batch, cfg, evaluate=evaluate, eval_at=lambda s: s % 4 == 0)
+    assert [c[0] for c in calls] == [0, 4, 8, 10]  # step 0, the chosen steps, the last
+    for step, a0, _ in calls:
+        assert a0 == pytest.approx(-0.1 * step, abs=1e-6)
+    per_step = [r["loss"] for r in log.rows]  # losses of steps 1..10
+    assert [c[2] for c in calls] == [[], per_step[0:4], per_step[4:8], per_step[8:10]]
+    assert log.steps == 10
+    only_ends = []
+    train(Linear(), normal_batch, cfg, evaluate=lambda m, s, l: only_ends.append((s, len(l))) or False)
+    assert only_ends == [(0, 0), (10, 10)]  # without eval_at: step 0 and the last
+
+
+def test_evaluate_hook_stops_training():
+    drawn = []
+
+    def sample(gen, step):
+        drawn.append(step)
+        return normal_batch(gen, step)
+
+    cfg = TrainConfig(stages=(Stage(8, 0.1, params=("a",), optimizer="sgd"), Stage(5, 0.1, params=("b",))))
+    seen = []
+    model = Linear()
+    log = train(model, sample, cfg, evaluate=lambda m, step, losses: seen.append(step) or step >= 6,
+                eval_at=lambda s: s % 3 == 0)
+    assert seen == [0, 3, 6] and log.steps == 6 and drawn == list(range(6))
+    assert torch.allclose(model.a, torch.full((2,), -0.6)) and torch.equal(model.b, torch.ones(2))  # no stage 2
+    assert model.a.requires_grad and model.b.requires_grad
+    drawn.clear()
+    untouched = Linear()
+    log0 = train(untouched, sample, cfg, evaluate=lambda m, step, losses: True)
+    assert log0.steps == 0 and drawn == [] and torch.equal(untouched.a, torch.zeros(2))
+
+
+def test_evaluate_hook_misuse_is_an_error(tmp_path):
+    cfg = TrainConfig(stages=(Stage(2, 0.1),))
+    with pytest.raises(ValueError, match="checkpoint"):
+        train(Quad(), normal_batch, cfg, evaluate=lambda m, s, l: False, checkpoint=tmp_path / "c.pt")
+    with pytest.raises(ValueError, match="eval_at"):
+        train(Quad(), normal_batch, cfg, eval_at=lambda s: True)

@@ -43,7 +43,8 @@ def test_n_reduced_models_batched_equal_each_alone():
 
 
 def test_w_models_batched_equal_each_alone_under_adam_with_weight_decay():
-    from sim.papers.wei.training import WRecipe, WTask, init_wei_model
+    from sim.papers.wei.recipes import WRecipe
+    from sim.papers.wei.training import WTask, init_wei_model
 
     d, L, H, M = 3, 2, 5, 2
     pis = [np.random.default_rng(k).dirichlet(np.ones(d), d) for k in range(M)]

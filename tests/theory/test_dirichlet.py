@@ -17,15 +17,18 @@ import pytest
 from scipy import integrate, special
 
 from theory.dirichlet import (
+    add_alpha_batch,
     add_alpha_predictive,
     bayes_predictive_estimate,
     bayes_quadrature_s2,
     dirichlet_row_entropy,
+    edge_count_rows,
     edge_counts,
     entropy_rate_quadrature,
     exact_bayes_predictive,
 )
 from theory.errors import TheoryError
+from theory.structures import CausalTree
 
 CHAIN6 = [-1, 0, 1, 2, 3, -1]
 
@@ -61,6 +64,46 @@ def test_edge_counts_on_a_forest():
     tree = [-1, 0, -1, 2, 2, -1]  # two trees: 0->1, 2->3, 2->4; query 5
     n, r = edge_counts([1, 1, 0, 1, 0, 1], tree, 2)
     assert n.tolist() == [[1, 1], [0, 1]] and r.tolist() == [1, 1]
+
+
+# -- add-alpha over a batch of prompts --------------------------------------------------------------------
+def random_dag(rng, T):
+    """N's random-graph law on ``0..T-2`` (``p(i) ~ Unif{-1..i-1}``), the query ``T-1`` a root."""
+    return [-1] + [int(rng.integers(-1, i)) for i in range(1, T - 1)] + [-1]
+
+
+def test_add_alpha_batch_by_hand():
+    # chain 0-1-2-3-4, query 5; context 0, 1, 0, 0, 2: edges (s_j, s_i) = (0,1), (1,0), (0,0), (0,2)
+    x = np.array([[0, 1, 0, 0, 2, 0], [0, 1, 0, 0, 2, 1], [0, 1, 0, 0, 2, 2]])  # queries 0, 1, 2
+    assert edge_count_rows(x, CHAIN6, 3).tolist() == [[1, 1, 1], [1, 0, 0], [0, 0, 0]]
+    np.testing.assert_allclose(add_alpha_batch(x, CHAIN6, 0.5, 3),
+                               [[1 / 3, 1 / 3, 1 / 3], [3 / 5, 1 / 5, 1 / 5], [1 / 3, 1 / 3, 1 / 3]], rtol=1e-15)
+    # forest 0->1, 2->3, 2->4, query 5 = 1: one edge leaves a 1 (0->1, to a 1). N's code also reads the last
+    # context token s_4 = 1 as the parent of each non-query root (0 and 2, tokens 1 and 0): two more children of q.
+    forest, y = [-1, 0, -1, 2, 2, -1], np.array([[1, 1, 0, 1, 1, 1]])
+    assert edge_count_rows(y, forest, 2).tolist() == [[0, 1]]
+    assert edge_count_rows(y, forest, 2, root_source="last").tolist() == [[1, 2]]
+    np.testing.assert_allclose(add_alpha_batch(y, forest, 1.0, 2, root_source="last"), [[2 / 5, 3 / 5]], rtol=1e-15)
+    assert add_alpha_batch(np.zeros((0, 6), dtype=int), forest, 1.0, 2).shape == (0, 2)
+
+
+@pytest.mark.parametrize("S", [2, 3, 5])
+def test_add_alpha_batch_agrees_with_per_prompt_counts_on_random_prompts(S):
+    """Row b of the batch is prompt b alone: against edge_counts' full count matrix (separate code) and the
+    per-prompt add_alpha_predictive, on random DAGs (CausalTree or parent list) and tokens."""
+    rng = np.random.default_rng(S)
+    for T in (2, 3, 9, 16):
+        par = random_dag(rng, T)
+        x = rng.integers(0, S, (60, T))
+        alpha = float(rng.uniform(0.05, 3.0))
+        rows = edge_count_rows(x, CausalTree(par), S)
+        batch = add_alpha_batch(x, par, alpha, S)
+        for b, prompt in enumerate(x):
+            n, _ = edge_counts(prompt, par, S)
+            q = prompt[-1]
+            assert rows[b].tolist() == n[q].tolist(), (T, b)
+            np.testing.assert_allclose(batch[b], (alpha + n[q]) / (S * alpha + n[q].sum()), rtol=1e-14, atol=0)
+            np.testing.assert_allclose(batch[b], add_alpha_predictive(prompt, par, alpha, S), rtol=1e-14, atol=0)
 
 
 # -- exact Bayes --------------------------------------------------------------------------------------------
@@ -223,6 +266,13 @@ def test_entropy_rate_quadrature_is_n_definition_and_matches_the_closed_form():
         (lambda: bayes_predictive_estimate([0, 1, 1], [-1, 0, -1], 1.0, 2, n_samples=1, seed=0), r"n_samples = 1"),
         (lambda: dirichlet_row_entropy(-1, 2), r"alpha = -1 must be"),
         (lambda: entropy_rate_quadrature(0.1, 1), r"S = 1 must be an integer >= 2"),
+        (lambda: add_alpha_batch([[0, 1, 3]], [-1, 0, -1], 1.0, 3), r"tokens\[0, 2\] = 3 is out of range 0\.\.2"),
+        (lambda: add_alpha_batch([[0, 1, 1], [0, 1.5, 1]], [-1, 0, -1], 1.0, 3), r"tokens\[1, 1\] = 1\.5 is not an"),
+        (lambda: add_alpha_batch([0, 1, 1], [-1, 0, -1], 1.0, 2), r"shape \(B, T\) with T = 3 .*got shape \(3,\)"),
+        (lambda: add_alpha_batch([[0, 1, 1]], [-1, 0, 1], 1.0, 2), r"query position T-1 = 2 must be a root"),
+        (lambda: add_alpha_batch([[0, 1, 1]], [-1, 0, -1], 0.0, 2), r"alpha = 0\.0 must be a finite number > 0"),
+        (lambda: edge_count_rows([[0, 1, 1]], [-1, 2, -1], 2), r"node 1: parent 2 comes after it"),
+        (lambda: edge_count_rows([[0, 1, 1]], [-1, 0, -1], 2, root_source="first"), r"root_source must be one of"),
     ],
 )
 def test_bad_inputs(call, match):

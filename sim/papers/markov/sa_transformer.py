@@ -65,7 +65,9 @@ Training (:func:`train_tau`; the settings the seed leaves open, chosen here)
   (it mixes context lengths ``1..N``); G.2 reports it as a finding.
 - Optimiser: plain SGD (gradient descent, the dynamics the derivation is about; an adaptive
   optimiser rescales the ``1/N`` gradients and so the time), constant ``lr``, ``batch``
-  fresh sequences per seed per step. Initialisation ``N(0, init_std^2)`` per scalar.
+  fresh sequences per seed per step; the loop is :func:`sim.train.train` (one SGD stage, the
+  objective the sum of the seeds' losses, its evaluation hook every ``eval_every`` steps).
+  Initialisation ``N(0, init_std^2)`` per scalar.
 - ``tau_2Gen``: on ``n_eval`` fixed fresh sequences, at the last position, the step at
   which ``KL(G2 || model)`` falls below ``KL(G1 || model)`` for good (linear interpolation
   between evaluations, :func:`sim.papers.markov.task.crossing_step`); G1 and G2 the add-alpha
@@ -305,12 +307,14 @@ def train_tau(*, N: int, seeds: Sequence[int] | int, C: int = 10, alpha: float =
     Seed ``seeds[i]`` draws model ``i``'s initial scalars; ``data_seed`` the training
     sequences of all (fresh chains per sequence, ``batch`` per model per step, independent
     across models); ``eval_seed`` the ``n_eval`` evaluation sequences shared by all.
-    Training stops once every model has had G2 nearer than G1 for ``patience`` evaluations
-    in a row (or at ``max_steps``). Returns a JSON-able record: ``steps``, per
+    Training (:func:`sim.train.train`, SGD on the sum of the seeds' losses) evaluates at step 0,
+    every ``eval_every`` steps and at the end, and stops once every model has had G2 nearer
+    than G1 for ``patience`` evaluations in a row (or at ``max_steps``). Returns a JSON-able record: ``steps``, per
     seed the KL curves ``kl_G1``, ``kl_G2`` and ``tau`` (:func:`sim.papers.markov.task.crossing_step`;
     ``None`` if G2 is not nearer at the end), the final scalars, and the timing.
     """
     from sim.papers.markov.task import crossing_step, fresh_sequences
+    from sim.train import Stage, TrainConfig, train
 
     if loss not in ("last", "all"):
         raise ValueError(f"loss must be 'last' or 'all', got {loss!r}")
@@ -329,7 +333,6 @@ def train_tau(*, N: int, seeds: Sequence[int] | int, C: int = 10, alpha: float =
             model.delta.copy_(init[:, 0])
         model.beta.copy_(init[:, 1])
         model.v.copy_(init[:, 2])
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
     rng = np.random.default_rng(int(data_seed))  # one stream for every seed's batches (one vectorised draw)
     er = np.random.default_rng(eval_seed)
     xe, _ = fresh_sequences(er, er, C, n_eval, N + 1, alpha=alpha, prior=prior)
@@ -337,33 +340,38 @@ def train_tau(*, N: int, seeds: Sequence[int] | int, C: int = 10, alpha: float =
     strat = last_position_strategies(xe[:, :-1], C, alpha)
     rec: dict[str, Any] = {"steps": [], "kl_G1": [[] for _ in seeds], "kl_G2": [[] for _ in seeds]}
     streak = np.zeros(S, int)
-    step = 0
-    while True:
-        if step % eval_every == 0 or step == max_steps:
-            with torch.no_grad():
-                logq = torch.log_softmax(model.last_logits(ctx_e), dim=-1).numpy()
-            k1, k2 = _kl_rows(strat["G1"], logq).mean(1), _kl_rows(strat["G2"], logq).mean(1)
-            rec["steps"].append(step)
-            for i in range(S):
-                rec["kl_G1"][i].append(float(k1[i]))
-                rec["kl_G2"][i].append(float(k2[i]))
-            streak = np.where(k2 < k1, streak + 1, 0)
-            if (streak >= patience).all() or step >= max_steps:
-                break
+
+    def sample(_gen, _step) -> Tensor:  # the batches come from data_seed's numpy stream
         if prior is None:
             xs = fresh_batch(rng, C, S * batch, N + 1, alpha)
         else:
             xs = torch.as_tensor(fresh_sequences(rng, rng, C, S * batch, N + 1, alpha=alpha, prior=prior)[0])
-        xs = xs.view(S, batch, N + 1)
+        return xs.view(S, batch, N + 1)
+
+    def objective(model: SATransformer, xs: Tensor) -> Tensor:
         if loss == "last":
-            objective = model.last_loss(xs[..., :-1], xs[..., -1])
+            per_seed = model.last_loss(xs[..., :-1], xs[..., -1])
         else:
             logp = torch.log_softmax(model(xs[..., :-1]), dim=-1)  # (S, B, N, C)
-            objective = -logp.gather(-1, xs[..., 1:].unsqueeze(-1))[..., 0].mean((1, 2))
-        opt.zero_grad()
-        objective.sum().backward()  # seeds independent: each gets its own gradient
-        opt.step()
-        step += 1
+            per_seed = -logp.gather(-1, xs[..., 1:].unsqueeze(-1))[..., 0].mean((1, 2))
+        return per_seed.sum()  # seeds independent: each gets its own gradient
+
+    def evaluate(model: SATransformer, step: int, _losses) -> bool:
+        """Record KL(G1 || model), KL(G2 || model) at the last position; stop once every seed
+        has had G2 nearer for ``patience`` evaluations in a row."""
+        nonlocal streak
+        with torch.no_grad():
+            logq = torch.log_softmax(model.last_logits(ctx_e), dim=-1).numpy()
+        k1, k2 = _kl_rows(strat["G1"], logq).mean(1), _kl_rows(strat["G2"], logq).mean(1)
+        rec["steps"].append(step)
+        for i in range(S):
+            rec["kl_G1"][i].append(float(k1[i]))
+            rec["kl_G2"][i].append(float(k2[i]))
+        streak = np.where(k2 < k1, streak + 1, 0)
+        return bool((streak >= patience).all())
+
+    train(model, sample, TrainConfig(stages=(Stage(max_steps, lr, optimizer="sgd"),), log_every=max(1, max_steps)),
+          loss_fn=objective, evaluate=evaluate, eval_at=lambda step: step % eval_every == 0)
     taus = []
     for i in range(S):
         r = {"steps": rec["steps"], "eval": {"ood": {"G1": rec["kl_G1"][i], "G2": rec["kl_G2"][i]}}}

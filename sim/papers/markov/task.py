@@ -572,6 +572,12 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train a :class:`sim.papers.markov.model.MarkovLM` on the K-chain task and return its record.
 
+    One AdamW stage of :func:`sim.train.train` (decoupled weight decay on the linear maps'
+    matrices, :meth:`MarkovLM.decay_groups`; ``grad_clip``; loss
+    :func:`sim.papers.markov.fast.training_loss`), batches from :func:`batch_sampler`, dropout
+    seeded through torch's global generator (restored afterwards), and train's evaluation
+    hook at the steps of :func:`eval_schedule` (step 0 included): each evaluation records the
+    KL curves and the mean training loss since the previous one, and applies the stopping rules.
     ``stop(evaluation) -> bool`` ends training at the first evaluation where it is true
     (the benchmark's stopping rule). The record (JSON-able) holds the spec, the evaluation
     steps, per strategy and set (``id``, ``ood``) the KL curves and their standard errors
@@ -582,6 +588,7 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
 
     from sim.papers.markov.fast import training_loss
     from sim.papers.markov.model import MarkovLM
+    from sim.train import Stage, TrainConfig, train
 
     old_threads = torch.get_num_threads()
     if spec.threads is not None:
@@ -590,13 +597,14 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         t_start = time.perf_counter()
         P, mu = run_chains(spec)
         evaluator = _Evaluator(spec, P, mu, device)
-        sample = batch_sampler(spec, P, mu)
+        draw = batch_sampler(spec, P, mu)
         gen = torch.Generator().manual_seed(derive_seed(spec.seed, "init"))
         model = MarkovLM(spec.model_config(), generator=gen).to(device)
-        decayed, rest = model.decay_groups()
-        # foreach: one multi-tensor kernel per update step instead of one per parameter tensor
-        opt = torch.optim.AdamW([{"params": decayed, "weight_decay": spec.weight_decay},
-                                 {"params": rest, "weight_decay": 0.0}], lr=spec.lr, betas=spec.betas, foreach=True)
+        decayed, _ = model.decay_groups()
+        # the decayed group by its full parameter names (train's decay_params are name prefixes)
+        decayed_names = tuple(n for n, p in model.named_parameters() if any(p is q for q in decayed))
+        stage = Stage(spec.steps, spec.lr, optimizer="adamw", betas=spec.betas, weight_decay=spec.weight_decay,
+                      decay_params=decayed_names)
         rng_state = torch.random.get_rng_state()  # dropout draws from torch's global generator: restore it after
         torch.manual_seed(derive_seed(spec.seed, "dropout"))
         schedule = set(eval_schedule(spec.steps, spec.eval_every, spec.eval_log_points))
@@ -604,42 +612,39 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         eval_seconds = []
         setup_s = time.perf_counter() - t_start
         t0 = time.perf_counter()
-        stopped, streak, running = None, 0, []
+        stopped, streak = None, 0
         first_set = "id" if spec.K != "inf" else "ood"
-        model.train()
-        for step in range(spec.steps + 1):
-            if step in schedule:
-                ev = evaluator(model)
-                rec["steps"].append(step)
-                eval_seconds.append(time.perf_counter() - t0)
-                rec["train_loss"].append(float(np.mean(running)) if running else None)
-                running = []
-                for which, row in ev.items():
-                    for s, (v, se) in row.items():
-                        rec["eval"].setdefault(which, {}).setdefault(s, []).append(v)
-                        if s != "pair_se":
-                            rec["eval"][which].setdefault(s + "_se", []).append(se)
-                if progress is not None:
-                    progress(f"step {step}/{spec.steps}")
-                if spec.stop_when_nearest is not None:
-                    best = min(spec.strategies, key=lambda s: ev[first_set][s][0])
-                    streak = streak + 1 if best == spec.stop_when_nearest else 0
-                    if streak >= spec.stop_patience:
-                        stopped = step
-                if stop is not None and stop(ev):
+
+        def evaluate(model, step: int, losses: list[float]) -> bool:
+            """Record one evaluation (``train_loss``: the mean training loss since the previous
+            one) and apply the stopping rules."""
+            nonlocal stopped, streak
+            ev = evaluator(model)
+            rec["steps"].append(step)
+            eval_seconds.append(time.perf_counter() - t0)
+            rec["train_loss"].append(float(np.mean(losses)) if losses else None)
+            for which, row in ev.items():
+                for s, (v, se) in row.items():
+                    rec["eval"].setdefault(which, {}).setdefault(s, []).append(v)
+                    if s != "pair_se":
+                        rec["eval"][which].setdefault(s + "_se", []).append(se)
+            if progress is not None:
+                progress(f"step {step}/{spec.steps}")
+            if spec.stop_when_nearest is not None:
+                best = min(spec.strategies, key=lambda s: ev[first_set][s][0])
+                streak = streak + 1 if best == spec.stop_when_nearest else 0
+                if streak >= spec.stop_patience:
                     stopped = step
-                if stopped is not None:
-                    break
-            if step == spec.steps:
-                break
-            x = torch.as_tensor(sample(), device=device)
-            loss = training_loss(model, x[:, :-1], x[:, 1:])
-            opt.zero_grad()
-            loss.backward()
-            if spec.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
-            opt.step()
-            running.append(float(loss.detach()))
+            if stop is not None and stop(ev):
+                stopped = step
+            return stopped is not None
+
+        model.train()
+        # the batches come from the spec's own numpy stream (train's torch generator is unused)
+        train(model, lambda _gen, _step: torch.as_tensor(draw(), device=device),
+              TrainConfig(stages=(stage,), log_every=max(1, spec.steps), grad_clip=spec.grad_clip), device=device,
+              loss_fn=lambda m, x: training_loss(m, x[:, :-1], x[:, 1:]), evaluate=evaluate,
+              eval_at=schedule.__contains__)
         rec.update({
             "spec": spec.as_dict(),
             "pair_order": list(spec.strategies),

@@ -4,5 +4,5 @@
 ``task`` (N's task: batched stationary laws, population losses, the Bayes gap), ``model``
 (the reduced and disentangled models, the Knowl 8/9 constructions), ``standard`` (a standard
 transformer and Knowl 7's exact maps), ``probes`` (attention on the true adjacency),
-``training`` (samplers, recipes, runs), ``claims/`` (the checks).
+``recipes`` (the training recipes, as data), ``training`` (samplers, runs), ``claims/`` (the checks).
 """

@@ -10,9 +10,9 @@ and reports this form). It is minimised by the posterior predictive
 With roots ``~ mu_pi`` the likelihood carries ``prod_roots mu_pi(s_r)``, so ``P*`` is not the
 add-alpha estimator (claim N.T). Here:
 
-- :func:`add_alpha_batch` / :func:`unigram_batch`: add-alpha along the DAG's edges (and N's
-  code's variant that counts roots as children of ``s_{T-2}``), and the structure-blind
-  in-context unigram estimator;
+- :func:`unigram_batch`: the structure-blind in-context unigram estimator (add-alpha along
+  the DAG's edges, and N's code's variant that counts roots as children of ``s_{T-2}``, is
+  :func:`theory.dirichlet.add_alpha_batch`);
 - :func:`posterior_predictive_is`: ``P*`` by importance sampling, batched over prompts:
   proposal = the conjugate posterior ``Dirichlet(alpha + n(s, .))`` per row, weights
   ``prod_roots mu_pi(s_r)`` (stationary laws by GTH elimination, no subtractions), with
@@ -40,6 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
+from theory.dirichlet import add_alpha_batch
 from theory.markov import stationary_batch
 from sim.montecarlo import Estimate, mean_estimate
 from theory.graphs import GivenGraph, k_parent_sets, n_parents
@@ -50,8 +51,6 @@ __all__ = [
     "N_ALPHA",
     "GRAPHS",
     "n_graph",
-    "edge_count_rows",
-    "add_alpha_batch",
     "unigram_batch",
     "population_losses",
     "posterior_predictive_is",
@@ -80,34 +79,6 @@ def _check(tokens, parents, S):
     if np.any(par >= np.arange(par.size)) or np.any(par < -1):
         raise ValueError(f"parents must satisfy -1 <= p(i) < i, got {par.tolist()}")
     return x.astype(np.int64), par
-
-
-def edge_count_rows(tokens, parents, S: int, *, root_source: str = "none") -> np.ndarray:
-    """``n[b, y] = #{edges j -> i among positions 0..T-2 : s_j = q, s_i = y}`` with ``q = s_{T-1}``, ``(B, S)``.
-
-    ``root_source="last"`` also counts every non-query root ``i`` as a child of ``s_{T-2}``:
-    N's reference ``InContextTree.bayes`` indexes ``seq[dag]`` with ``dag[i] = -1`` after the
-    query was split off, which reads the last context token.
-    """
-    if root_source not in ("none", "last"):
-        raise ValueError(f"root_source must be 'none' or 'last', got {root_source!r}")
-    x, par = _check(tokens, parents, S)
-    B, T = x.shape
-    src = par[: T - 1].copy()
-    if root_source == "last":
-        src[src < 0] = T - 2
-    keep = np.flatnonzero(src >= 0)
-    match = (x[:, src[keep]] == x[:, -1:]).astype(np.float64)  # (B, n_edges): parent token == query
-    counts = np.zeros((B, S))
-    np.add.at(counts, (np.repeat(np.arange(B), keep.size), x[:, keep].ravel()), match.ravel())
-    return counts
-
-
-def add_alpha_batch(tokens, parents, alpha: float, S: int, *, root_source: str = "none") -> np.ndarray:
-    """Add-alpha predictive ``(alpha + n(q, .)) / (S alpha + n(q))`` along the DAG's edges, ``(B, S)``
-    (N Knowl 8's estimator, smoothed; N's code's "Bayes" with ``root_source="last"``)."""
-    c = edge_count_rows(tokens, parents, S, root_source=root_source) + alpha
-    return c / c.sum(axis=1, keepdims=True)
 
 
 def unigram_batch(tokens, alpha: float, S: int) -> np.ndarray:

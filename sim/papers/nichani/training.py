@@ -13,10 +13,8 @@ What is here, and why
   row of its attention only (``1/T`` of the work); earlier layers run in full. Same
   parameters, same function as ``DisentangledTransformer.forward`` (tested to float
   round-off), without the hook points; probes use the model's own forward.
-- :class:`Recipe` and :data:`N_RECIPE`: how N's code trains the full model
-  (``single_parent.py``: all blocks from zero, plain gradient descent, learning rate 1,
-  cosine decay over ``2**17`` steps, batch 1024, no weight decay), and the faster recipe
-  this project uses to reach the same mechanism (:data:`FAST_RECIPE`).
+- the recipes a full model trains with (N's, and this project's faster one) are data in
+  :mod:`sim.papers.nichani.recipes`;
 - :func:`train_disentangled` / :func:`train_reduced`: one training run, returning the model
   and its :class:`sim.train.TrainLog`; trained models are cached per process by their full
   configuration, so N.K4 reuses N.K1's models within one run. :func:`train_reduced_many`
@@ -40,6 +38,7 @@ from sim.seeds import derive_seeds
 from theory.markov import stationary_batch
 from sim.threads import torch_threads
 from sim.papers.nichani.model import DisentangledTransformer, ReducedModel
+from sim.papers.nichani.recipes import Recipe
 from sim.priors import Dirichlet, Floor, Prior
 from sim.sampling import dirichlet_rows
 from sim.train import Stage, TrainConfig, TrainLog, train
@@ -56,9 +55,6 @@ __all__ = [
     "last_position_logits",
     "disentangled_loss",
     "reduced_loss",
-    "Recipe",
-    "N_RECIPE",
-    "FAST_RECIPE",
     "train_disentangled",
     "train_reduced",
     "train_reduced_many",
@@ -317,40 +313,6 @@ def reduced_loss(model: ReducedModel, batch: Batch, eps: float | None = None) ->
     eps = model.t_eff ** -0.5 if eps is None else float(eps)
     f = model(batch.tokens)  # (B, S)
     return -(batch.probs * torch.log(f + eps)).sum(-1).mean()
-
-
-# --------------------------------------------------------------------------- recipes --
-@dataclass(frozen=True)
-class Recipe:
-    """How a full disentangled model is trained: optimiser, learning rate, schedule, steps,
-    batch, and the initial scale of the attention blocks (``0``: all zero, as N's code).
-    The readout ``W_O`` starts at zero in every recipe (N's code)."""
-
-    name: str
-    optimizer: str  # sgd (plain gradient descent) | adam
-    lr: float
-    steps: int
-    batch: int = 1024
-    schedule: str = "cosine"
-    init_scale: float = 0.0
-    weight_decay: float = 0.0
-
-    def stage(self) -> Stage:
-        return Stage(self.steps, self.lr, optimizer=self.optimizer,
-                     schedule=self.schedule, weight_decay=self.weight_decay)
-
-    def describe(self) -> str:
-        init = "all blocks zero" if not self.init_scale else f"attention blocks N(0, {self.init_scale:g}^2), W_O zero"
-        return (f"{self.name}: {'plain gradient descent' if self.optimizer == 'sgd' else 'Adam'}, lr {self.lr:g}, "
-                f"{self.schedule} schedule over {self.steps} steps, batch {self.batch}, {init}"
-                + (f", weight decay {self.weight_decay:g}" if self.weight_decay else ""))
-
-
-#: N's ``single_parent.py``: CatFormer heads [1, 1] from zero, plain GD, lr 1, cosine over 2**17 steps.
-N_RECIPE = Recipe("N's recipe (single_parent.py)", "sgd", lr=1.0, steps=2**17, batch=1024)
-
-#: This project's faster recipe for the same model and task (all blocks trained jointly).
-FAST_RECIPE = Recipe("fast recipe", "adam", lr=0.05, steps=1500, batch=1024, init_scale=0.0)
 
 
 # -------------------------------------------------------------------------- training --

@@ -1,6 +1,7 @@
 """Training and evaluating W's two-layer transformer for the trained claims (W.E1, W.E2 in
-:mod:`.trained`; W.P2's trained tier in :mod:`.continuous_trained`): the task, the recipe,
-one run, a process pool of one-thread workers, and the statistics over seeds.
+:mod:`.trained`; W.P2's trained tier in :mod:`.continuous_trained`): the task, one run, its
+jobs on the grid runner, and the statistics over seeds. The training recipe, and
+why it is what it is, is :class:`sim.papers.wei.recipes.WRecipe`.
 
 The task (W sections 1-3; CLAIMS conventions, 0-based positions)
 ------------------------------------------------------------------
@@ -12,34 +13,10 @@ the stationary law. The model predicts the target's tokens ``h = 1..H-1``. Basel
 the same prompts: the BMA predictive (Bayes-optimal; W Lemma 1 / Theorem 1) and the best
 structure-blind predictor ``(1/h) sum_{h' < h} pi(x_h', .)`` (uniform attention over the
 candidate parents with the true pi).
-
-The training recipe (found here; W does not give one beyond seed 000 section 9)
---------------------------------------------------------------------------------
-- Init: every parameter ``N(0, 0.02^2)``; the offset-0 entry of ``w_H`` starts ``wH0``
-  above the others (seed 000 section 9: "the middle entry of w^H starts well above the
-  others"); ``w_L`` gets a random one-to-one preference: head ``k`` starts ``perm_bias``
-  above the rest on example ``sigma(k)``, ``sigma`` a uniformly random permutation (our
-  reading of "the diagonal preference of w^L can be initialised at random"). With
-  ``wH0 = 8``, ``perm_bias = 2`` a head starts with about 0.45 (L = 10) or 0.78 (L = 3) of
-  its mass on its example's same-position token; the probes report the initial value.
-- Stage 1 (``steps1``): all parameters, Adam, cosine schedule, weight decay on ``W_KQ``
-  only. The decay is what makes the heads commit: without it the loss is nearly flat
-  along directions that blur the copies while ``W_KQ`` compensates, and Adam drifts there
-  (copier score falling from 0.82 to 0.70 in our runs).
-- Stage 2 (``steps2``): ``W_KQ`` and ``W_OV`` only, Adam, cosine, no decay, so ``W``
-  converges to ``log pi`` without the decay's shrinkage.
-
-Why not plain joint Adam from a small random start: the heads then stay spread over
-several examples (copier score 0.1-0.4 after 3,000 steps at L = 10), and with an
-i.i.d. random ``w_L`` the heads collide on the same examples and stay there (6 of 10
-examples covered after 6,000 steps, with or without weight decay), so the mechanism
-never completes. W.E1 therefore decides coverage only from the i.i.d. start (``paper`` profile).
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -50,10 +27,12 @@ from sim.threads import torch_threads
 from sim.graphs import random_recursive_parents_torch as recursive_parents_torch  # W's trees, drawn on the device
 from sim.verdict import Assumption, Number, Outcome, compare, margin_multiplier
 from sim.claims.base import Context
+from sim.claims.jobs import run_jobs as run_claim_jobs
 from sim.claims.inputs import default_root, prior_for, record_matrix
+from sim.papers.wei.recipes import WRecipe
 
 __all__ = [
-    "TASKS", "WTask", "WRecipe", "WRun", "recursive_parents_torch", "init_wei_model", "train_wei", "evaluate_wei",
+    "TASKS", "WTask", "WRun", "recursive_parents_torch", "init_wei_model", "train_wei", "evaluate_wei",
     "closed_fraction", "blind_bma_tv", "uniform_ov_error", "run_record", "threads_for",
     "seed_number", "OUTCOME_VERDICT", "combine_outcomes", "ROUND_OFF", "strictly_above",
     "task_assumptions", "train_job", "run_jobs", "train_seeds",
@@ -122,54 +101,6 @@ class WTask:
             return self.draw(gen, recipe.batch1 if step < recipe.steps1 else recipe.batch2)[0]
 
         return sample
-
-
-# ============================================================================ recipe ==
-@dataclass(frozen=True)
-class WRecipe:
-    """Init and two-stage schedule (module docstring). Frozen; saved with every result."""
-
-    steps1: int = 400
-    batch1: int = 256
-    lr1: float = 1e-2
-    wd1: float = 3e-3
-    steps2: int = 500
-    batch2: int = 512
-    lr2: float = 2e-2
-    wH0: float = 8.0
-    perm_bias: float = 2.0
-    init_scale: float = 0.02
-    wL_init: str = "permutation"  # permutation | iid
-    log_every: int = 50
-
-    def __post_init__(self):
-        if self.wL_init not in ("permutation", "iid"):
-            raise ValueError(f"wL_init must be 'permutation' or 'iid', got {self.wL_init!r}")
-        if min(self.steps1, self.steps2) < 0 or min(self.batch1, self.batch2) < 1:
-            raise ValueError("steps must be >= 0 and batches >= 1")
-
-    @classmethod
-    def from_settings(cls, s: Mapping[str, Any], prefix: str = "") -> "WRecipe":
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k[len(prefix):]: v for k, v in s.items() if k.startswith(prefix) and k[len(prefix):] in names})
-
-    def config(self, seed: int):
-        from sim.train import Stage, TrainConfig
-
-        stages = []
-        if self.steps1:
-            stages.append(Stage(self.steps1, self.lr1, schedule="cosine", weight_decay=self.wd1,
-                                decay_params=("W_KQ",)))
-        if self.steps2:
-            stages.append(Stage(self.steps2, self.lr2, params=("W_KQ", "W_OV"), schedule="cosine"))
-        return TrainConfig(stages=tuple(stages), seed=int(seed), log_every=self.log_every)
-
-    def describe(self) -> str:
-        init = (f"offset-0 entry of w_H +{self.wH0:g}, w_L a random one-to-one preference +{self.perm_bias:g}"
-                if self.wL_init == "permutation" else f"offset-0 entry of w_H +{self.wH0:g}, w_L i.i.d.")
-        return (f"init N(0, {self.init_scale:g}^2), {init}; stage 1: {self.steps1} steps x {self.batch1} prompts, "
-                f"all parameters, Adam lr {self.lr1:g} cosine, weight decay {self.wd1:g} on W_KQ; stage 2: "
-                f"{self.steps2} steps x {self.batch2} prompts, W_KQ and W_OV, Adam lr {self.lr2:g} cosine")
 
 
 def init_wei_model(d: int, L: int, H: int, recipe: WRecipe, *, generator, continuous: bool = False):
@@ -412,30 +343,12 @@ def _job_key(job: Mapping[str, Any]) -> tuple:
 
 
 def run_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
-    """:func:`train_job` over ``jobs``, in order. On CPU the jobs run on a process pool of
-    ``settings["workers"]`` (default: the CPU count) one-thread workers; the numbers are the
-    same as in this process, which runs them one by one with live progress otherwise. Jobs
-    this claim's evaluation already trained (an earlier look of a sequential decision) are
-    taken from ``ctx.memo``, not trained again."""
-    keys = [_job_key(job) for job in jobs]
-    todo = [k for k, key in enumerate(keys) if key not in ctx.memo_store]
-    if todo:
-        for k, run in zip(todo, _train_jobs(ctx, [jobs[k] for k in todo], label)):
-            ctx.memo(keys[k], lambda run=run: run)
-    return [ctx.memo_store[key] for key in keys]
-
-
-def _train_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
-    from sim.sweep import map_runs
-
-    workers = min(len(jobs), int(ctx.settings.get("workers") or os.cpu_count() or 1))
-    if ctx.device != "cpu" or workers < 2:  # here, one by one, with each model's live progress
-        jobs = [{**job, "progress": lambda m, k=k: ctx.progress(f"{label} {k + 1}/{len(jobs)}: {m}")}
-                for k, job in enumerate(jobs)]
-        return map_runs(train_job, jobs, executor="serial")
-    ctx.progress(f"{label}: {len(jobs)} models on {workers} worker processes")
-    return map_runs(train_job, jobs, executor="local", workers=workers,
-                    progress=lambda m: ctx.progress(f"{label}: {m.replace('runs', 'models')}"))
+    """:func:`train_job` over ``jobs``, in order, on the grid runner (:func:`sim.claims.jobs.run_jobs`):
+    on the CPU a local pool of ``settings["workers"]`` (default: the CPU count) one-thread
+    workers, otherwise here one by one with live progress; the numbers are the same. Jobs this
+    claim's evaluation already trained (an earlier look of a sequential decision) are taken
+    from ``ctx.memo``, not trained again."""
+    return run_claim_jobs(ctx, train_job, jobs, key=_job_key, label=label)
 
 
 def train_seeds(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,

@@ -8,12 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from sim.papers.nichani.task import (add_alpha_batch, bayes_loss_bracket, best_mixture_losses, edge_count_rows,
-                               multiparent_add_alpha, population_losses, posterior_predictive_is,
-                               unigram_batch)
+from sim.papers.nichani.task import (bayes_loss_bracket, best_mixture_losses, multiparent_add_alpha,
+                                     population_losses, posterior_predictive_is, unigram_batch)
 from sim.papers.nichani.task import n_graph
 from sim.papers.nichani.training import NTask, sample_task
-from theory.dirichlet import add_alpha_predictive, bayes_quadrature_s2
+from theory.dirichlet import add_alpha_batch, add_alpha_predictive, bayes_quadrature_s2, edge_count_rows
 
 
 def test_add_alpha_matches_theory_per_prompt_and_n_codes_variant_by_hand():

@@ -50,10 +50,9 @@ def test_e_controls_fail_the_primary_reading(run_claim, monkeypatch):
 def test_e_wrong_mechanism_is_caught_by_the_deciding_check(run_claim, monkeypatch):
     """The trained model re-wired to a wrong graph, in place of the trained one, FAILs N.E."""
     monkeypatch.setattr(experiments, "is_n_recipe", lambda recipe: True)
-    real = experiments._e_run
+    real = experiments.run_jobs
 
-    def rewired(*args, **kw):
-        run = real(*args, **kw)
+    def rewired(run):
         run["model"] = wired(run["model"], wrong_parents(run["parents"]))
         x, rows, l_aa = run["eval"]
         from sim.papers.nichani.task import population_losses
@@ -67,7 +66,7 @@ def test_e_wrong_mechanism_is_caught_by_the_deciding_check(run_claim, monkeypatc
         run["pa_positions"] = parent_attention(position_attention(run["model"]), run["parents"], reading="positions")
         return run
 
-    monkeypatch.setattr(experiments, "_e_run", rewired)
+    monkeypatch.setattr(experiments, "run_jobs", lambda *args, **kw: [rewired(run) for run in real(*args, **kw)])
     res = run_claim(N_E, **E_SMALL)
     assert res.verdict is Verdict.FAIL, tier(res, "trained").summary
 

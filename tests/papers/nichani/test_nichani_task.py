@@ -9,14 +9,14 @@ from scipy import special
 
 from sim.papers.nichani.task import bayes_gap_richardson, posterior_predictive_levels
 from sim.claims import get
-from sim.papers.nichani.task import N_ALPHA, N_S, N_T, add_alpha_batch, n_graph
+from sim.papers.nichani.task import N_ALPHA, N_S, N_T, n_graph
 from sim.papers.nichani.claims.task_laws import _rank_gof, sampler_query_from_mu, sampler_uniform_roots
 from sim.priors import Dirichlet, Floor
 from sim.runner import RunConfig, evaluate_claim
 from sim.sampling import dirichlet_rows
 from theory.markov import stationary_batch
 from sim.verdict import FindingKind, Verdict
-from theory.dirichlet import add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy
+from theory.dirichlet import add_alpha_batch, add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy
 
 SMALL = {"exact_T": 4, "alphas": (0.1,), "graphs": ("chain",), "n_sampler": 6000, "freq_tol": 0.05,
          "n_loss": 6000, "n_bayes": 0}

@@ -19,8 +19,9 @@ from sim.papers.nichani.claims.experiments import (N_E, N_REFERENCE_GRAPHS, N_RE
 from sim.papers.nichani.claims import trained
 from sim.papers.nichani.claims.trained import (K1_CONTROLS, K4_CONTROLS, N_K1, N_K4, k1_decision, k4_decision,
                                         quantile_slope)
-from sim.papers.nichani.training import (N_RECIPE, NTask, last_position_logits, reduced_loss, sample_multiparent,
-                                         sample_task, task_sampler, train_disentangled, Recipe)
+from sim.papers.nichani.recipes import N_E_RECIPE_DEFAULTS, N_RECIPE, Recipe, recipe_from_settings
+from sim.papers.nichani.training import (NTask, last_position_logits, reduced_loss, sample_multiparent,
+                                         sample_task, task_sampler, train_disentangled)
 from sim.papers.nichani.model import DisentangledTransformer, ReducedModel
 from sim.priors import Dirichlet
 from sim.runner import RunConfig, evaluate_claim
@@ -64,9 +65,9 @@ def test_n_e_recipes_are_ns_algorithm_and_only_ns_recipe_decides():
     assert (paper["optimizer"], paper["lr"], paper["steps"], paper["batch"]) == ("sgd", 1.0, 2**17, 1024)
     assert N_RECIPE.optimizer == "sgd" and N_RECIPE.init_scale == 0.0 and N_RECIPE.schedule == "cosine"
     assert N_E.decided_by == "paper"
-    assert is_n_recipe(experiments._e_recipe(N_E.settings["paper"]))
+    assert is_n_recipe(recipe_from_settings(N_E.settings["paper"]["recipe"], N_E_RECIPE_DEFAULTS))
     for profile in ("quick", "standard"):
-        assert not is_n_recipe(experiments._e_recipe(N_E.settings[profile]))
+        assert not is_n_recipe(recipe_from_settings(N_E.settings[profile]["recipe"], N_E_RECIPE_DEFAULTS))
     assert not is_n_recipe(dataclasses.replace(N_RECIPE, lr=20.0))
     assert not is_n_recipe(dataclasses.replace(N_RECIPE, steps=2000))
 
@@ -358,6 +359,27 @@ def test_e_quick_measures_but_does_not_decide(run_claim):
     assert kinds[FindingKind.STRICTER] and kinds[FindingKind.REFERENCE_CODE].verdict is Verdict.FAIL
     assert res.primary_reading["seed"] == "002" and res.headline.startswith("INCONCLUSIVE")
     assert len(t.figures) == 2
+
+
+def test_e_later_look_trains_only_the_seed_it_adds(run_claim, monkeypatch):
+    """A sequential decision's second look takes the first look's model from the claim's memo
+    (same job key) and sends only its new seed to the grid runner."""
+    import sim.sweep
+
+    sent = []
+    real = sim.sweep.map_runs
+
+    def spy(fn, params_list, **kw):
+        sent.append([(p["graph"], p["seed"]) for p in params_list])
+        return real(fn, params_list, **kw)
+
+    monkeypatch.setattr(sim.sweep, "map_runs", spy)
+    res = run_claim(N_E, **{**E_SMALL, "seeds": 2, "seeds_start": 1, "seeds_step": 1, "workers": 1,
+                            "recipe": {"lr": 20.0, "steps": 40, "batch": 64}})
+    t = tier(res, "trained")
+    assert res.verdict is Verdict.INCONCLUSIVE, t.summary
+    assert [look["seeds"] for look in t.sequential["looks"]] == [1, 2]
+    assert [len(batch) for batch in sent] == [1, 1] and sent[0] != sent[1], sent
 
 
 @pytest.mark.parametrize("wrong", ["shuffled", "other-graph"])

@@ -10,7 +10,8 @@ import torch
 from sim.claims import get
 from sim.papers.wei.claims.continuous_trained import ContinuousTask, gaussian_bma_posterior_torch, w_p2_trained_tier
 from sim.papers.wei.claims.trained import extend_to_L
-from sim.papers.wei.training import WRecipe, WRun, WTask, evaluate_wei, train_wei
+from sim.papers.wei.recipes import WRecipe
+from sim.papers.wei.training import WRun, WTask, evaluate_wei, train_wei
 from sim.papers.wei.model import WeiTransformer, wei_construction
 from sim.priors import Point
 from sim.verdict import FindingKind, Verdict
@@ -338,7 +339,8 @@ def test_w_p2_loss_gap_closed_tells_a_trained_bilinear_layer_from_an_init():
     structure-blind loss to the Bayes loss on its own task; the recipe's init closes about none."""
     from sim.papers.wei.task import orthogonal_matrix
     from sim.papers.wei.claims.continuous_trained import TRAINED_FRACTION, loss_gap_closed
-    from sim.papers.wei.training import WRecipe, init_wei_model
+    from sim.papers.wei.recipes import WRecipe
+    from sim.papers.wei.training import init_wei_model
     from sim.papers.wei.model import WeiContinuous
     from sim.train import make_generator
 

@@ -7,7 +7,8 @@ gradient at initialisation is a chi-square mutual information), ``constructions`
 standard vs disentangled transformer, N.K8 / N.K9 the constructions of Knowls 8 and 9; N.K9's
 trained tier in ``constructions_trained``), ``trained`` (N.K1, N.K4 on the reduced model, and
 N.K10, decided by the prior audit), ``experiments`` (N.E, N's Fig. 2). Shared: ``reporting``
-(numbers across seeds); the samplers, recipes and runs are in :mod:`sim.papers.nichani.training`.
+(numbers across seeds); the samplers and runs are in :mod:`sim.papers.nichani.training`, the recipes in
+:mod:`sim.papers.nichani.recipes`.
 """
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ from sim.claims.base import Context, InstanceCheck, summarize_instances
 from sim.papers.nichani.claims.experiments import model_probs
 from sim.papers.nichani.claims.reporting import pyplot, trained_number, training_seeds
 from sim.papers.nichani.task import N_ALPHA
-from sim.papers.nichani.training import MultiParentTask, Recipe, sample_multiparent, train_disentangled
+from sim.papers.nichani.recipes import K9_RECIPE_DEFAULTS, recipe_from_settings
+from sim.papers.nichani.training import MultiParentTask, sample_multiparent, train_disentangled
 
 __all__ = ["K9_TRAINED_DEFAULTS", "n_k9_trained_tier"]
 
@@ -50,10 +51,7 @@ def n_k9_trained_tier(ctx: Context) -> TierResult:
     alpha = float(s["trained_alpha"])
     thr = float(ctx.params.get("trained_split_threshold", 0.5))
     wrong = ctx.params.get("trained_wrong_task")
-    r = s["trained_recipe"]
-    recipe = Recipe(r.get("name", "k-head recipe"), r.get("optimizer", "adam"), float(r["lr"]), int(r["steps"]),
-                    batch=int(r.get("batch", 512)), schedule=r.get("schedule", "cosine"),
-                    init_scale=float(r.get("init_scale", 0.01)), weight_decay=float(r.get("weight_decay", 0.0)))
+    recipe = recipe_from_settings(s["trained_recipe"], K9_RECIPE_DEFAULTS, where="N.K9 setting 'trained_recipe'")
     seeds = training_seeds(ctx, "trained/k9", int(s["trained_seeds"]))
     checks, runs = [], []
     for k, sd in enumerate(seeds):

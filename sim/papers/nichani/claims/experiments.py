@@ -52,32 +52,34 @@ import copy
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 from scipy import stats
 
 from sim.threads import torch_threads
-from theory.dirichlet import dirichlet_row_entropy
+from theory.dirichlet import add_alpha_batch, dirichlet_row_entropy
 from theory.graphs import from_parents
 
-from sim.papers.nichani.task import add_alpha_batch, bayes_gap_richardson, population_losses
+from sim.papers.nichani.task import bayes_gap_richardson, population_losses
 from sim.graphs import draw_graph
 from sim.papers.nichani.model import DisentangledTransformer
 from sim.montecarlo import Estimate, mean_estimate
-from sim.priors import Dirichlet, Prior
+from sim.priors import Dirichlet, Prior, parse_prior
 from sim.papers.nichani.probes import adjacency_pattern, mean_attention, parent_attention, position_attention
 from sim.verdict import (Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, margin_multiplier,
                         tier_verdict, welch_df)
 from sim.claims.base import Claim, Context, GraphInput, PrimaryReading, Source
+from sim.claims.jobs import run_jobs
 from sim.papers.nichani.claims.reporting import across_seeds, claim_graph, pyplot, trained_number, training_seeds
 from sim.papers.nichani.task import N_ALPHA, N_S, N_T
-from sim.papers.nichani.training import N_RECIPE, NTask, Recipe, last_position_logits, sample_task, train_disentangled
+from sim.papers.nichani.recipes import FAST_RECIPE, N_E_RECIPE_DEFAULTS, N_RECIPE, Recipe, recipe_from_settings
+from sim.papers.nichani.training import NTask, last_position_logits, sample_task, train_disentangled
 
 __all__ = ["N_E", "CLAIMS", "E_GRAPHS", "N_REFERENCE_MASS", "N_REFERENCE_CHAIN", "N_REFERENCE_GRAPHS", "model_probs",
            "ERun", "FamilyOutcome", "family_outcome", "e_primary", "e_conclusion", "e_verdict", "is_n_recipe",
-           "uniform_level", "other_key_level", "bayes_excess"]
+           "uniform_level", "other_key_level", "bayes_excess", "run_e_job"]
 
 #: N's reference code's own figure (many_graphs.ipynb): mean attention on the parent, S(A1_pos,pos), over 20
 #: random graphs, mean 0.8366, standard deviation 0.0540 (vocabulary 3, T = 20, each node a root w.p. 1/2,
@@ -226,13 +228,6 @@ def e_verdict(families: Sequence[FamilyOutcome], decisive: bool) -> Verdict:
 
 
 # ------------------------------------------------------------------------------- running --
-def _e_recipe(s) -> Recipe:
-    r = s["recipe"]
-    return Recipe(r.get("name", "N's recipe, quick"), r.get("optimizer", "sgd"), float(r["lr"]), int(r["steps"]),
-                  batch=int(r.get("batch", 1024)), schedule=r.get("schedule", "cosine"),
-                  init_scale=float(r.get("init_scale", 0.0)), weight_decay=float(r.get("weight_decay", 0.0)))
-
-
 def _e_prior_alpha(ctx: Context) -> tuple[Prior | None, float, bool]:
     """``(prior for the task, alpha for add-alpha, Bayes available)``: N's Dirichlet(alpha) by default;
     a user's Dirichlet keeps the exact machinery; any other prior trains and reports add-alpha at the
@@ -276,27 +271,63 @@ def bayes_excess(tokens: np.ndarray, parents, alpha: float, S: int, n_samples: i
     return Estimate(rich.value, err, rich.n, seed), resid
 
 
-def _e_run(ctx: Context, gname: str, par: np.ndarray, sd: int, recipe: Recipe, prior, alpha: float, bayes_ok: bool,
-           wrong) -> dict:
-    """Train one model on one graph and read it out against the baselines."""
+def _e_jobs(ctx: Context, recipe: Recipe, prior: Prior | None, alpha: float, bayes_ok: bool, wrong) -> list[dict]:
+    """One :func:`run_e_job` per graph family and training seed, in the settings' graph order. All
+    that needs ``ctx`` (settings, graphs, seeds) is read here, so a worker process needs no ``ctx``."""
     s = ctx.settings
-    S, T = int(s["S"]), int(s["T"])
+    sizes = {"S": int(s["S"]), "T": int(s["T"]), "n_eval": int(s["n_eval"]), "n_probe": int(s["n_probe"]),
+             "n_bayes": int(s["n_bayes"]) if bayes_ok else None,
+             "is_samples": int(s["is_samples"]) if bayes_ok else None}
+    jobs = []
+    for gname in s["graphs"]:
+        n_models = int(s.get("random_graphs", s["seeds"])) if gname == "random" else int(s["seeds"])
+        for k, sd in enumerate(training_seeds(ctx, "train", n_models)):
+            par = claim_graph(gname, sizes["T"], ctx, f"{gname}/{k}")
+            jobs.append({"graph": gname, "parents": par.tolist(), "seed": sd, **sizes,
+                         "eval_seed": ctx.seed_for(f"eval/{gname}/{sd}"),
+                         "bayes_seed": ctx.seed_for(f"bayes/{gname}/{sd}") if bayes_ok else None,
+                         "recipe": recipe, "prior": None if prior is None else prior.spec(), "alpha": alpha,
+                         "bayes_ok": bayes_ok, "wrong": wrong, "device": ctx.device})
+    return jobs
+
+
+def _e_job_key(job: Mapping[str, Any]) -> tuple:
+    """Every input of :func:`run_e_job` (the parents as a tuple; not ``progress``): two jobs with one
+    key train and read the same model, so an earlier look of a sequential decision's run is reused."""
+    return ("N.E run",) + tuple(sorted((k, tuple(v) if k == "parents" else v)
+                                       for k, v in job.items() if k != "progress"))
+
+
+def run_e_job(job: Mapping[str, Any]) -> dict:
+    """Train one model on one graph and read it out against the baselines, from the plain
+    arguments :func:`_e_jobs` builds (module level: a worker process runs it). ``job``: ``graph``
+    (its name), ``parents`` (a list, ``-1`` for roots), ``seed`` (training), ``eval_seed``,
+    ``bayes_seed``, ``S``, ``T``, ``n_eval``, ``n_probe``, ``n_bayes``, ``is_samples``, ``recipe``,
+    ``prior`` (its spec; None: N's Dirichlet(alpha) rows), ``alpha``, ``bayes_ok``, ``wrong``,
+    ``device``, and ``progress`` (a callable) when it runs in the claim's own process."""
+    gname, sd, device, recipe = job["graph"], job["seed"], job["device"], job["recipe"]
+    S, T, alpha, wrong = job["S"], job["T"], job["alpha"], job["wrong"]
+    par = np.asarray(job["parents"], dtype=np.int64)
+    prior = None if job["prior"] is None else parse_prior(job["prior"])  # a spec travels where an object may not
+    progress = job.get("progress")
+    if progress is not None:
+        progress(f"training on the {gname} graph, seed {sd} ({recipe.describe()})")
     task = NTask(S, T, tuple(par.tolist()), alpha=alpha, prior=prior)
 
     def batch_bayes(batch) -> float:  # add-alpha loss of the training batch, logged beside the model's
         x = batch.tokens.cpu().numpy()
         return float(population_losses(add_alpha_batch(x, par, alpha, S), batch.probs.double().cpu().numpy()).mean())
 
-    model, log = train_disentangled(task, recipe, seed=sd, device=ctx.device, wrong=wrong,
-                                    log_every=max(1, recipe.steps // 40), bayes_loss=batch_bayes)
-    eval_seed = ctx.seed_for(f"eval/{gname}/{sd}")
-    x, pis = sample_task(task, np.random.default_rng(eval_seed), int(s["n_eval"]))
+    model, log = train_disentangled(task, recipe, seed=sd, device=device, wrong=wrong,
+                                    log_every=max(1, recipe.steps // 40), bayes_loss=batch_bayes, progress=progress)
+    eval_seed = job["eval_seed"]
+    x, pis = sample_task(task, np.random.default_rng(eval_seed), job["n_eval"])
     rows = pis[np.arange(len(x)), x[:, -1]]
-    f = model_probs(model, x, ctx.device)
+    f = model_probs(model, x, device)
     l_model = population_losses(f, rows)
     l_aa = population_losses(add_alpha_batch(x, par, alpha, S), rows)
     l_code = population_losses(add_alpha_batch(x, par, alpha, S, root_source="last"), rows)
-    probe = torch.as_tensor(x[: int(s["n_probe"])], device=ctx.device)
+    probe = torch.as_tensor(x[: job["n_probe"]], device=device)
     att_prompts = mean_attention(model, probe)
     att_positions = position_attention(model)
     pa_prompts = parent_attention(att_prompts, par, reading="prompts")
@@ -309,13 +340,12 @@ def _e_run(ctx: Context, gname: str, par: np.ndarray, sd: int, recipe: Recipe, p
            "code_minus_aa": mean_estimate(l_code - l_aa, eval_seed),
            "model_minus_aa": mean_estimate(l_model - l_aa, eval_seed), "bayes": None,
            "eval": (x, rows, l_aa)}  # the evaluation prompts, for the controls (:func:`_e_controls`)
-    if bayes_ok:
+    if job["bayes_ok"]:
         # Bayes = add-alpha's loss - E[KL(P* || add-alpha)]: the KL on the first n_bayes prompts,
         # add-alpha's loss (and the paired model / code differences) on all of them.
-        nb = int(s["n_bayes"])
-        is_seed = ctx.seed_for(f"bayes/{gname}/{sd}")
-        gap, resid = bayes_excess(x[:nb], par, alpha, S, int(s["is_samples"]), is_seed)
-        run["bayes"] = {"add_alpha_minus_bayes": gap, "residual": resid, "n": nb, "K": int(s["is_samples"])}
+        nb, is_seed = job["n_bayes"], job["bayes_seed"]
+        gap, resid = bayes_excess(x[:nb], par, alpha, S, job["is_samples"], is_seed)
+        run["bayes"] = {"add_alpha_minus_bayes": gap, "residual": resid, "n": nb, "K": job["is_samples"]}
         run["bayes_full"] = Estimate(run["add_alpha"].value - gap.value, math.hypot(run["add_alpha"].stderr, gap.stderr),
                                      len(x), is_seed)
         run["model_minus_bayes"] = Estimate(run["model_minus_aa"].value + gap.value,
@@ -341,26 +371,17 @@ def _e_trained(ctx: Context) -> TierResult:
     S, T = int(s["S"]), int(s["T"])
     wrong = ctx.params["wrong_task"]
     pm, gc = float(ctx.params["parent_mass"]), float(ctx.params["gap_closed"])
-    recipe = _e_recipe(s)
+    recipe = recipe_from_settings(s["recipe"], N_E_RECIPE_DEFAULTS, where="N.E setting 'recipe'")
     decisive = is_n_recipe(recipe)
     prior, alpha, bayes_ok = _e_prior_alpha(ctx)
     lstar = dirichlet_row_entropy(alpha, S) if (prior is None or isinstance(prior, Dirichlet)) else None
-    runs = []
-    for gname in s["graphs"]:
-        n_models = int(s.get("random_graphs", s["seeds"])) if gname == "random" else int(s["seeds"])
-        for k, sd in enumerate(training_seeds(ctx, "train", n_models)):
-            par = claim_graph(gname, T, ctx, f"{gname}/{k}")
-            def fit(gname=gname, par=par, sd=sd):
-                ctx.progress(f"N.E: training on the {gname} graph, seed {sd} ({recipe.describe()})")
-                return _e_run(ctx, gname, par, sd, recipe, prior, alpha, bayes_ok, wrong)
-
-            # an earlier look of a sequential decision trained this seed already: the same run
-            run = ctx.memo(("N.E run", gname, tuple(int(p) for p in par), sd, recipe.describe(),
-                            None if prior is None else repr(prior.spec()), alpha, wrong, ctx.device), fit)
-            run["wrong task"] = wrong
-            runs.append(run)
-            if not run["pa_positions"].all_argmax_on_parent and s.get("adam_reading", True):
-                run["adam"] = _adam_reading(ctx, gname, par, sd, prior, alpha, wrong)
+    # an earlier look of a sequential decision trained its seeds already: the same runs (ctx.memo)
+    runs = run_jobs(ctx, run_e_job, _e_jobs(ctx, recipe, prior, alpha, bayes_ok, wrong), key=_e_job_key,
+                    label="N.E model")
+    for run in runs:
+        run["wrong task"] = wrong
+        if not run["pa_positions"].all_argmax_on_parent and s.get("adam_reading", True):
+            run["adam"] = _adam_reading(ctx, run["graph"], run["parents"], run["seed"], prior, alpha, wrong)
     families = e_primary([ERun(r["graph"], r["seed"], r["pa_positions"].mean, r["closed"], r["closed_se"])
                           for r in runs], parent_mass=pm, gap_closed=gc, z=ctx.z)
     conclusion = e_conclusion(families)
@@ -416,7 +437,7 @@ def wrong_parents(parents) -> np.ndarray:
 
 def _control_erun(ctx: Context, run: dict, model) -> ERun:
     """The primary reading's two numbers for a hand-built model, on ``run``'s evaluation prompts and
-    against ``run``'s Bayes (or add-alpha) estimate, as :func:`_e_run` reads a trained model."""
+    against ``run``'s Bayes (or add-alpha) estimate, as :func:`run_e_job` reads a trained model."""
     x, rows, l_aa = run["eval"]
     S = int(ctx.settings["S"])
     diff_aa = mean_estimate(population_losses(model_probs(model, x, ctx.device), rows) - l_aa, run["eval_seed"])
@@ -724,8 +745,6 @@ def _adam_reading(ctx, gname, par, sd, prior, alpha, wrong) -> dict:
     """Where N's plain gradient descent left some row's argmax off the parent: the same model and
     task trained with this project's fast recipe (Adam, all blocks from zero, jointly), to tell a
     slow optimiser from a mechanism the model does not form (an ``outside`` finding)."""
-    from sim.papers.nichani.training import FAST_RECIPE
-
     s = ctx.settings
     recipe = dataclasses.replace(FAST_RECIPE, batch=int(s.get("adam_batch", FAST_RECIPE.batch)))
     task = NTask(int(s["S"]), int(s["T"]), tuple(par.tolist()), alpha=alpha, prior=prior)

@@ -26,13 +26,15 @@ from theory.gradients import nichani_parent_chi2
 from theory.strategies import MAX_SYMMETRIZED_D, permutation_symmetrized
 
 from sim.montecarlo import mean_estimate
-from sim.priors import Dirichlet, Floor
+from sim.priors import Dirichlet, Finite, Floor
+from sim.priors.facts import draws_of, symmetry, uniform_mean
 from sim.sampling import sample_n_prompts
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
 from sim.claims.base import (Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, per_case, property_tier,
                     summarize_instances)
-from sim.claims.inputs import batch_chain_structure, record_matrix
+from sim.claims.inputs import record_matrix
+from theory.markov import chain_structure_batch
 from sim.tightness import Polish, floored_rows, floored_rows_inverse, optimise, report_tightness, starts_by_dimension
 from sim.papers.nichani.task import n_graph
 from sim.papers.nichani.claims.task_laws import A_APERIODIC, A_IRREDUCIBLE, replace_assumptions
@@ -57,25 +59,26 @@ BALANCE_FLOOR = 0.01
 
 
 # ------------------------------------------------------------------------- finite priors --
-class FinitePrior:
-    """A prior ``sum_k w_k delta(pis[k])`` with how it was built (for counterexamples)."""
+class FinitePrior(Finite):
+    """A finite prior (:class:`sim.priors.Finite`) with how it was built, which its records and
+    counterexamples say: the base atoms before symmetrisation, their entry floor, and the
+    balancing atom with its weight."""
 
     def __init__(self, pis, weights, *, base, floor, balance_atom=None, balance_weight=0.0, label=""):
-        self.pis = np.asarray(pis, dtype=np.float64)  # (K, S, S)
-        self.weights = np.asarray(weights, dtype=np.float64)  # (K,)
+        super().__init__(pis, weights, label=label)
         self.base = np.asarray(base, dtype=np.float64)  # (k, S, S) atoms before symmetrisation
         self.floor = float(floor)
         self.balance_atom = balance_atom
         self.balance_weight = float(balance_weight)
-        self.label = label
+
+    @property
+    def pis(self) -> np.ndarray:
+        """Every atom, ``(K, S, S)`` (weight-0 atoms included)."""
+        return self.mats
 
     @property
     def S(self) -> int:
-        return self.pis.shape[-1]
-
-    def live(self):
-        keep = self.weights > 0
-        return self.pis[keep], self.weights[keep]
+        return self.d
 
     def record(self) -> dict:
         return {"prior": self.label, "S": self.S, "base atoms (before symmetrisation)": [record_matrix(p) for p in self.base],
@@ -156,76 +159,19 @@ class PriorFacts:
                 "candidates without a unique stationary law (left out)": self.left_out}
 
 
-def _symmetry_estimate(mats: np.ndarray, z: float) -> tuple[bool, str]:
-    """Whether relabelling-invariance is consistent with draws ``(n, S, S)``: every diagonal entry
-    has the mean of ``pi[0,0]``, every off-diagonal one that of ``pi[0,1]`` (paired z-tests,
-    Bonferroni at the level of ``z``). A rejection proves asymmetry (at that level); passing is
-    consistency, not proof."""
-    from scipy import stats as sstats
-
-    n, S, _ = mats.shape
-    tests = []
-    for (s0, t0), group in (((0, 0), [(i, i) for i in range(S)]),
-                            ((0, 1), [(i, j) for i in range(S) for j in range(S) if i != j])):
-        for (i, j) in group:
-            if (i, j) == (s0, t0):
-                continue
-            diff = mats[:, i, j] - mats[:, s0, t0]
-            se = diff.std(ddof=1) / math.sqrt(n)
-            excess = max(abs(diff.mean()) - ROUNDOFF, 0.0)
-            zz = 0.0 if excess == 0 else (excess / se if se > 0 else math.inf)
-            tests.append((zz, f"E[pi[{i},{j}]] - E[pi[{s0},{t0}]] = {diff.mean():.3g} ± {se:.2g}"))
-    if not tests:
-        return True, "one state"
-    alpha = math.erfc(z / math.sqrt(2)) / len(tests)
-    z_crit = float(sstats.norm.isf(alpha / 2))
-    worst = max(tests, key=lambda t: t[0])
-    if worst[0] > z_crit:
-        return False, f"estimated from {n} draws: not relabelling-invariant ({worst[1]}, z = {worst[0]:.3g} > {z_crit:.3g})"
-    return True, (f"estimated from {n} draws: consistent with relabelling-invariance (largest z = {worst[0]:.3g}, "
-                  f"Bonferroni threshold {z_crit:.3g}); not a proof")
-
-
-def _mean_estimate(mats: np.ndarray, symmetric: bool, z: float) -> tuple[bool, str]:
-    """Whether ``E[pi] = 11^T/S`` is consistent with draws: the mean trace against 1 when the
-    prior is symmetric (its mean is then ``a I + b 11^T``), every entry otherwise (Bonferroni)."""
-    from scipy import stats as sstats
-
-    n, S, _ = mats.shape
-    if symmetric:
-        tr = np.trace(mats, axis1=1, axis2=2)
-        m, se = float(tr.mean()), float(tr.std(ddof=1) / math.sqrt(n))
-        ok = abs(m - 1.0) <= z * se + 1e-12
-        return ok, f"estimated from {n} draws: E[trace pi] = {m:.5g} ± {se:.2g} ({'consistent with' if ok else 'not'} 1)"
-    dev = mats.mean(0) - 1.0 / S
-    se = mats.std(0, ddof=1) / math.sqrt(n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        zs = np.where(np.abs(dev) <= ROUNDOFF, 0.0, np.abs(dev) / np.where(se > 0, se, np.inf))
-    z_crit = float(sstats.norm.isf(math.erfc(z / math.sqrt(2)) / (S * S) / 2))
-    ok = bool(zs.max() <= z_crit)
-    return ok, f"estimated from {n} draws: largest |E[pi] - 1/S| z-score {zs.max():.3g} (threshold {z_crit:.3g})"
-
-
 def prior_facts(ctx, S: int) -> PriorFacts:
-    """The user's prior's facts at ``S`` states (closed form first, else from draws)."""
+    """The user's prior's facts at ``S`` states, decided by :mod:`sim.priors.facts` (closed form,
+    atoms, else ``settings["mean_trace_samples"]`` seeded draws): the same facts the prior audit
+    reports."""
     prior = ctx.prior if ctx.prior.d is not None else ctx.prior.bind(S)
-    sym, mean = prior.symmetric(), prior.mean_matrix()
-    sym_how = "closed form (sim.priors)" if sym is not None else ""
-    mean_ok = None if mean is None else bool(np.abs(mean - 1.0 / S).max() <= 1e-12)
-    mean_how = ("closed form: E[pi] = 11^T/S" if mean_ok else
-                f"closed form: E[trace pi] = {np.trace(mean):.5g}, max |E[pi] - 1/S| = "
-                f"{np.abs(mean - 1.0 / S).max():.3g}") if mean is not None else ""
-    if sym is None or mean_ok is None:
-        n = int(ctx.settings.get("mean_trace_samples", 4000))
-        seed = ctx.seed_for(f"facts/S={S}")
-        mats = prior.sample(np.random.default_rng(seed), n)
-        if sym is None:
-            sym, sym_how = _symmetry_estimate(mats, ctx.z)
-            sym_how += f" (seed {seed})"
-        if mean_ok is None:
-            mean_ok, mean_how = _mean_estimate(mats, bool(sym), ctx.z)
-            mean_how += f" (seed {seed})"
-    return PriorFacts(prior.spec(), S, prior.entry_infimum(), sym, sym_how, mean_ok, mean_how)
+    draws = draws_of(prior, int(ctx.settings.get("mean_trace_samples", 4000)), ctx.seed_for(f"facts/S={S}"))
+    sym, mean = symmetry(prior, draws, ctx.z), uniform_mean(prior, draws, ctx.z)
+
+    def how(fact):
+        return f"{fact.how}: {fact.summary}" + ("" if draws.exact or fact.how != "estimated" else
+                                                 f" ({draws.source()})")
+
+    return PriorFacts(prior.spec(), S, prior.entry_infimum(), sym.holds, how(sym), mean.holds, how(mean))
 
 
 def finite_from_draws(base: np.ndarray, facts: PriorFacts, label: str) -> FinitePrior:
@@ -265,7 +211,7 @@ def user_finite_prior(ctx, S: int, purpose: str, k: int) -> tuple[FinitePrior | 
     atoms = prior.atoms()
     if atoms is not None and len(atoms[0]) <= MAX_OWN_ATOMS:
         w, mats = atoms
-        st = batch_chain_structure(mats)
+        st = chain_structure_batch(mats)
         facts.structure = st
         keep = st["unique stationary law"]
         facts.left_out = int((~keep).sum())
@@ -278,7 +224,7 @@ def user_finite_prior(ctx, S: int, purpose: str, k: int) -> tuple[FinitePrior | 
                            label=f"atoms of {prior.spec()}, S={S}"), facts
     rng = ctx.rng(purpose)
     cand = prior.sample(rng, max(20 * k, 40))
-    st = batch_chain_structure(cand)
+    st = chain_structure_batch(cand)
     idx = np.flatnonzero(st["unique stationary law"])
     last = int(idx[k - 1]) + 1 if idx.size >= k else cand.shape[0]  # examined up to the k-th usable draw
     facts.structure = {key: v[:last] for key, v in st.items()}
@@ -319,7 +265,7 @@ def _flags(fp: FinitePrior, facts: PriorFacts | None, parents) -> tuple[dict[str
     """N Knowl 10's and Knowl 2's assumptions on the finite prior used (and, for the lower bound,
     the user's prior's own essential infimum), with the numbers behind them."""
     pis, _ = fp.live()
-    st = batch_chain_structure(pis)
+    st = chain_structure_batch(pis)
     mean_dev, sym_defect = _symmetry_defects(fp)
     parts = gamma_parts(fp, parents)
     lower = parts["gamma (lower bound) = S min pi"] > 0 and not (facts is not None and facts.entry_infimum == 0)
@@ -999,7 +945,7 @@ def _k3_property(ctx: Context) -> TierResult:
     @per_case
     def defined(case):
         """g needs a unique stationary law for every atom (roots ~ mu_pi)."""
-        return bool(batch_chain_structure(case[0].live()[0])["unique stationary law"].all())
+        return bool(chain_structure_batch(case[0].live()[0])["unique stationary law"].all())
 
     @per_case
     def analysed(case):
@@ -1011,7 +957,7 @@ def _k3_property(ctx: Context) -> TierResult:
         if defined(case):
             return _flags(fp, facts, par)[0]
         pis = fp.live()[0]  # g is undefined; the flags that do not need mu_pi
-        st_ = batch_chain_structure(pis)
+        st_ = chain_structure_batch(pis)
         mean_dev, sym_defect = _symmetry_defects(fp)
         return {A_LOWER: bool(pis.min() > 0) and not (facts is not None and facts.entry_infimum == 0),
                 A_NONDEG: True, A_SYM: mean_dev <= 1e-12 and sym_defect <= 1e-12,

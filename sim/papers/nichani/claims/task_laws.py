@@ -24,10 +24,10 @@ from scipy import stats
 
 from theory.markov import stationary_batch
 from theory import CausalTree
-from theory.dirichlet import (add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy,
+from theory.dirichlet import (add_alpha_batch, add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy,
                               entropy_rate_quadrature)
 
-from sim.papers.nichani.task import GRAPHS, N_ALPHA, N_S, N_T, add_alpha_batch, n_graph
+from sim.papers.nichani.task import GRAPHS, N_ALPHA, N_S, N_T, n_graph
 from sim.papers.nichani.task import bayes_gap_richardson, population_losses
 from sim.montecarlo import Estimate, mean_estimate
 from sim.priors import Dirichlet, Prior
@@ -35,7 +35,7 @@ from sim.sampling import categorical, dirichlet_rows, sample_n_prompts
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
 from sim.claims.base import Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, summarize_instances
-from sim.claims.inputs import batch_chain_structure
+from theory.markov import chain_structure_batch
 
 __all__ = ["A_DIRICHLET", "A_IRREDUCIBLE", "A_APERIODIC", "draw_structure", "structure_assumptions", "replace_assumptions",
            "N_T_CLAIM", "CLAIMS"]
@@ -53,7 +53,7 @@ STRUCTURE = {A_IRREDUCIBLE: "irreducible", A_APERIODIC: "aperiodic"}
 
 # ----------------------------------------------------------- N Knowl 2 on the draws --
 def draw_structure(prior: Prior, pis: np.ndarray) -> dict[str, np.ndarray]:
-    """``batch_chain_structure`` of the draws, skipping the work where it is known: a prior with
+    """``chain_structure_batch`` of the draws, skipping the work where it is known: a prior with
     a positive entry floor, or Dirichlet rows, give irreducible aperiodic draws (almost surely),
     and so does any draw without a zero entry."""
     n = pis.shape[0]
@@ -63,7 +63,7 @@ def draw_structure(prior: Prior, pis: np.ndarray) -> dict[str, np.ndarray]:
         return out
     zero = np.flatnonzero((pis <= 0).any(axis=(1, 2)))
     if zero.size:
-        sub = batch_chain_structure(pis[zero])
+        sub = chain_structure_batch(pis[zero])
         for k in out:
             out[k][zero] = sub[k]
     return out

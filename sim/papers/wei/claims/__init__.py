@@ -5,7 +5,8 @@ h = 2..H and pa(h) in 1..h-1).
 Submodules group the claims by the machinery they use: ``bma`` (W.L1, W.P1),
 ``construction`` (W.T1), ``information`` (W.L2-L4), ``identifiability`` (W.T2),
 ``dynamics`` (W.T3), ``continuous`` (W.P2; its trained tier in ``continuous_trained``),
-``trained`` (W.E1, W.E2). The task, recipe and runs they share are in :mod:`sim.papers.wei.training`;
+``trained`` (W.E1, W.E2). The task and runs they share are in :mod:`sim.papers.wei.training`, the
+recipe in :mod:`sim.papers.wei.recipes`;
 the tightness search space of W.L2-W.L4 and W.T3 in :mod:`sim.papers.wei.extremes`.
 """
 from __future__ import annotations

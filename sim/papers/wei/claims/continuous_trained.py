@@ -15,7 +15,8 @@ from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outco
 from sim.claims.base import Context
 from sim.claims.inputs import record_matrix
 from sim.papers.wei.task import orthogonal_matrix
-from sim.papers.wei.training import (WRecipe, combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, strictly_above,
+from sim.papers.wei.recipes import W_P2_RECIPE, WRecipe
+from sim.papers.wei.training import (combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, strictly_above,
                        threads_for)
 
 __all__ = ["ContinuousTask", "gaussian_bma_posterior_torch", "w_p2_trained_tier", "decide_w_p2_trained", "P2_CONTROLS"]
@@ -186,8 +187,7 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     d, H, rho = s.get("trained_d", 3), s.get("trained_H", 8), float(s.get("trained_rho", 0.8))
     Ls = sorted(s.get("trained_L", (1, 4, 16)))
     n_seeds, n_eval = s.get("trained_seeds", 2), s.get("trained_n_eval", 2048)
-    defaults = {"trained_steps1": 300, "trained_batch1": 256, "trained_steps2": 300, "trained_batch2": 256}
-    recipe = WRecipe.from_settings({**defaults, **s}, "trained_")
+    recipe = WRecipe.from_settings(s, "trained_", base=W_P2_RECIPE)
     kind = s.get("A_kind", "orthogonal")
     # gaps[model][L][seed]: per-prompt BMA - model parent-selection accuracy on the same prompts.
     gaps = {m: {L: [] for L in Ls} for m in ("trained",) + tuple(k for k, _, _ in P2_CONTROLS)}

@@ -1,6 +1,7 @@
 """W's trained claims: the mechanism a trained two-layer transformer learns (W.E1) and how it
 generalises across the number of examples (W.E2), next to their Bayes baselines with error
-bars across seeds. The task, the training recipe and the process pool are in :mod:`.training`.
+bars across seeds. The task and the process pool are in :mod:`sim.papers.wei.training`, the training
+recipe in :mod:`sim.papers.wei.recipes`.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from sim.graphs import draw_graph
 from sim.verdict import Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
 from sim.claims.base import Claim, Context, PrimaryReading, Source
 from sim.claims.inputs import prior_for, record_matrix
-from sim.papers.wei.training import (OUTCOME_VERDICT, WRecipe, WRun, WTask, combine_outcomes, evaluate_wei, init_wei_model, run_jobs,
+from sim.papers.wei.recipes import WRecipe
+from sim.papers.wei.training import (OUTCOME_VERDICT, WRun, WTask, combine_outcomes, evaluate_wei, init_wei_model, run_jobs,
                        run_record, seed_number, strictly_above, task_assumptions, threads_for, train_seeds)
 
 __all__ = ["extend_to_L", "decide_w_e1", "row_error_gauge_prediction", "E1_CONTROLS", "W_E1", "W_E2", "CLAIMS"]
@@ -418,7 +420,7 @@ W_E1 = Claim(
         "W's model (K = L copier heads, disentangled residual, one bilinear layer-2 head, mixture output "
         "sum_h' A(h,h') softmax(W_OV)[x_h']) trained on W's task with pi drawn once from the prior (default: "
         "Dirichlet(1) rows floored at 0.2/d) and fixed, a fresh random recursive tree per prompt, stationary root "
-        "law. Recipe: see the module docstring (offset-0 entry of w_H starts +8, w_L a random one-to-one "
+        "law. Recipe: sim.papers.wei.recipes (offset-0 entry of w_H starts +8, w_L a random one-to-one "
         "preference +2; stage 1 all parameters with weight decay on W_KQ, stage 2 W_KQ and W_OV). Mechanism model "
         "at d=5, L=10, H=10 (quick, standard, paper); column check at W's d=20, H=50, L=3. Conclusion "
         "(sim.papers.wei.claims.trained.decide_w_e1), each criterion on the mean over seeds beyond z s.e.: (1) every "
