@@ -15,6 +15,7 @@ from sim.audit.records import AssumptionAudit, Finding, GraphInfo, PriorAudit
 from sim.montecarlo import mean_estimate, proportion_estimate
 from sim.priors import Prior, PriorError
 from sim.priors import facts
+from sim.priors.facts import matrix_record
 from sim.seeds import derive_seed
 from sim.verdict import Number, format_number
 from theory.markov import chain_structure_batch, stationary_batch
@@ -90,10 +91,6 @@ def _fraction(ok: np.ndarray, st: DrawStats, seed: int, name: str) -> Number:
     return est.number(name, note="Agresti-Coull standard error")
 
 
-def _matrix_record(pi: np.ndarray) -> list[list[float]]:
-    return [[float(v) for v in row] for row in pi]
-
-
 def _pct(x: float) -> str:
     return f"{100 * x:.3g}%"
 
@@ -105,7 +102,7 @@ def _fmt(x: float) -> str:
 def _witness_draw(st: DrawStats, bad: np.ndarray, what: str) -> tuple[str, dict]:
     k = int(np.flatnonzero(bad)[0])
     label = "atom" if st.exact else "draw"
-    rec = {label: k, "pi": _matrix_record(st.mats[k])}
+    rec = {label: k, "pi": matrix_record(st.mats[k])}
     if st.exact:
         rec["weight"] = float(st.weights[k])
     return f"{label} {k} {what}", rec

@@ -28,7 +28,7 @@ from sim.montecarlo import mean_estimate
 from sim.priors.base import Prior, asymmetric_relabelling
 from sim.verdict import Number, format_number
 
-__all__ = ["Draws", "Fact", "draws_of", "symmetry", "uniform_mean", "bonferroni_alpha", "ROUNDOFF"]
+__all__ = ["Draws", "Fact", "draws_of", "symmetry", "uniform_mean", "bonferroni_alpha", "matrix_record", "ROUNDOFF"]
 
 #: A Monte Carlo mean within this of its target differs by round-off only (a mean of constants).
 ROUNDOFF = 1e-12
@@ -89,7 +89,8 @@ def bonferroni_alpha(z: float, m: int) -> float:
     return 2 * sstats.norm.sf(z) / max(m, 1)
 
 
-def _matrix_record(m: np.ndarray) -> list[list[float]]:
+def matrix_record(m: np.ndarray) -> list[list[float]]:
+    """A matrix as nested lists of floats (JSON round-trips them exactly), for witnesses."""
     return [[float(v) for v in row] for row in m]
 
 
@@ -190,7 +191,7 @@ def uniform_mean(prior: Prior, draws: Draws, z: float) -> Fact:
             return Fact("holds", how_ok, f"E[pi] = 11^T/{d} exactly", nums)
         return Fact("fails", how_bad, f"E[pi][{s}, {t}] = {fmt(float(m[s, t]))} vs 1/S = {fmt(target)} "
                     f"(E[trace pi] = {fmt(float(np.trace(m)))}; uniform needs 1)", nums,
-                    witness={"mean": _matrix_record(m)})
+                    witness={"mean": matrix_record(m)})
     X, seed = draws.mats, draws.seed
     n = X.shape[0]
     mean = X.mean(axis=0)
@@ -216,11 +217,11 @@ def uniform_mean(prior: Prior, draws: Draws, z: float) -> Fact:
     tests = f"Bonferroni over {d * d} entries and the trace"
     if z_tr > z_crit and z_tr >= zs[s, t]:
         return Fact("fails", "estimated", f"E[trace pi] = {fmt(tr_mean)} ± {fmt(tr_se)} vs 1 (z = {fmt(z_tr)} > "
-                    f"{fmt(z_crit)}, {tests})", nums, witness={"mean": _matrix_record(mean)})
+                    f"{fmt(z_crit)}, {tests})", nums, witness={"mean": matrix_record(mean)})
     if zs[s, t] > z_crit:
         return Fact("fails", "estimated", f"E[pi][{s}, {t}] = {fmt(float(mean[s, t]))} ± {fmt(float(se[s, t]))} vs "
                     f"1/S = {fmt(target)} (z = {fmt(float(zs[s, t]))} > {fmt(z_crit)}, {tests})", nums,
-                    witness={"mean": _matrix_record(mean)})
+                    witness={"mean": matrix_record(mean)})
     return Fact("holds", "estimated", f"every entry of E[pi] is within {fmt(z_crit)} s.e. of 1/S and E[trace pi] "
                 f"within {fmt(z_crit)} s.e. of 1 (largest |z| = {fmt(max(float(zs[s, t]), z_tr))}); consistent with "
                 "a uniform mean, not a proof", nums)
