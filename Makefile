@@ -1,30 +1,45 @@
 # Two entry points for a fresh machine (see README):
 #   make report   set up .venv and write a verification report under reports/
-#   make test     set up .venv and run the test suite
+#   make test     set up .venv and run the test suite (it builds the docs too)
+# and the docs site:
+#   make docs     set up .venv and build docs/_build/html (warnings are errors)
 VENV ?= .venv
 PYTHON ?= python3
 PROFILE ?= quick
+# more options for `make report`, e.g. RUN_ARGS="--claims 'W.*' --seed 3"
+RUN_ARGS ?=
 BIN := $(VENV)/bin
+DOCS_OUT ?= docs/_build/html
 
-.PHONY: report test bench setup clean mutate
+.PHONY: report test bench setup clean mutate docs docs-html
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,docs]'
 	touch $@
 
 # icl-verify exits 0 (no FAIL), 1 (a claim FAILed: a finished run, reported), 2 (usage or input error)
 # or 3 (internal error: a crashed check or a bug). Only 1 is turned into success here.
 report: setup
-	@$(BIN)/icl-verify run --profile $(PROFILE); status=$$?; \
+	@$(BIN)/icl-verify run --profile $(PROFILE) $(RUN_ARGS); status=$$?; \
 	if [ $$status -eq 1 ]; then echo "make report: the run finished; some claims FAILED (see the report above)"; \
 	exit 0; fi; exit $$status
 
 test: setup
 	$(BIN)/python -m pytest -n 2
+
+# The docs site: tutorials, the claim catalogue (from the claim registry), the CLI reference (from
+# the argument parser) and the API reference (from the docstrings). -W: a warning (a broken
+# cross-reference, a public name without a docstring) fails the build.
+docs: setup
+	@$(MAKE) --no-print-directory docs-html
+
+docs-html:
+	$(BIN)/sphinx-build -q -W --keep-going -b html docs $(DOCS_OUT)
+	@echo "docs built: open $(abspath $(DOCS_OUT))/index.html"
 
 bench: setup
 	$(BIN)/python -m benchmarks
@@ -55,4 +70,4 @@ mutate: $(VENV)/.mutate-installed
 		       printf "mutation score: %d of %d killed = %.1f%%\n", k, n, n ? 100 * k / n : 0 }'
 
 clean:
-	rm -rf $(VENV) build *.egg-info mutants mutants-run.log
+	rm -rf $(VENV) build *.egg-info mutants mutants-run.log docs/_build docs/_generated

@@ -21,8 +21,8 @@ Rows (``python -m benchmarks wei_training``):
    same-position token, all examples covered) crosses, training both models from the same
    init on the same batches with W.E1's recipe; agreement: the step at which each crossed.
 
-CUDA is used when ``--device`` resolves to it (``ICL_BENCH_DEVICE=cuda``); the figures in the
-README were measured on CPU.
+CUDA is used when ``--device`` resolves to it (``ICL_BENCH_DEVICE=cuda``); the figures in
+docs/benchmarks.md were measured on CPU.
 """
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
+"""``python -m sim``: the ``icl-verify`` command line (:func:`sim.cli.main`)."""
 import sys
 
 from sim.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -59,6 +59,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``icl-verify`` argument parser: the built-in commands and those of the paper homes."""
     parser = argparse.ArgumentParser(
         prog="icl-verify",
         description="Verify the claims of the papers on how transformers learn causal structure in context: "
@@ -152,6 +153,9 @@ def _paper_commands():
 
 
 def main(argv=None) -> int:
+    """Run ``icl-verify`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status: 0 ok,
+    1 a claim FAILed (``diff``: a verdict got worse), 2 a usage or input error (one line on
+    stderr), 3 an internal error (the traceback with ``--debug``), 130 interrupted."""
     try:
         parser = build_parser()
     except (ImportError, ValueError) as exc:  # a paper home that does not import (its commands join the parser)

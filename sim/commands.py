@@ -41,6 +41,7 @@ class Command:
 
 
 def nonneg_int(text: str) -> int:
+    """An argparse type: ``text`` as an integer ``>= 0``, else an ``ArgumentTypeError`` naming it."""
     try:
         v = int(text)
     except ValueError:
@@ -51,6 +52,7 @@ def nonneg_int(text: str) -> int:
 
 
 def positive_int(text: str) -> int:
+    """An argparse type: ``text`` as an integer ``>= 1``."""
     v = nonneg_int(text)
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
@@ -58,6 +60,7 @@ def positive_int(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
+    """An argparse type: ``text`` as a finite number ``> 0``."""
     try:
         v = float(text)
     except ValueError:

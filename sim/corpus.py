@@ -329,6 +329,8 @@ class Corpus:
     def __init__(self, root: Path, config):
         self.root = Path(root)
         self.run_id, self.profile, self.seed, self.prior = config.run_id, config.profile, config.seed, config.prior
+        #: What the person running should hear about, once each: a folder that cannot be written, a
+        #: file that cannot be read.
         self.warnings: list[str] = []
         self.counts = {REPLAYED: 0, FIXED: 0, STORED: 0, SKIPPED: 0}
         self._self_replaying: set[tuple[str, str]] = set()

@@ -5,7 +5,7 @@ DEVICES = ("auto", "cpu", "cuda")
 
 
 class DeviceError(RuntimeError):
-    pass
+    """A ``--device`` that is not one of ``DEVICES``, or ``cuda`` when torch sees no CUDA device."""
 
 
 def resolve_device(device: str = "auto") -> str:

@@ -4,7 +4,7 @@
 returns them) and lists, in this order:
 
 1. the claims whose verdict changed (A -> B), with both headlines; a change is *worse* when
-   B's verdict is more severe in :data:`sim.verdict._SEVERITY`
+   B's verdict is more severe in ``sim.verdict._SEVERITY``
    (ERROR > FAIL > ASSUMPTION_UNMET > INCONCLUSIVE > PASS). ``NOT_RUN`` (and any verdict
    this tool does not know) is outside that order: changes to or from it are listed but
    never worse;
@@ -42,7 +42,7 @@ __all__ = ["RunDiff", "VerdictChange", "MovedNumber", "OnlyIn", "MalformedRunErr
 
 #: Numbers whose standard error is statistical; the others (exact, symbolic) are compared up to round-off.
 STATISTICAL_KINDS = ("montecarlo", "trained", "property")
-#: Round-off allowance for exact numbers, in units of float64 eps times max(1, |vA|, |vB|).
+#: Round-off allowance for exact numbers, in units of float64 eps times ``max(1, |vA|, |vB|)``.
 ROUNDOFF_ULPS = 64
 _EPS = sys.float_info.epsilon
 #: The verdicts ranked by severity; NOT_RUN is not ranked (a change to or from it is never worse).
@@ -62,6 +62,9 @@ class MalformedRunError(ValueError):
 
 @dataclass(frozen=True)
 class VerdictChange:
+    """A claim whose verdict differs between run A and run B: ``verdict_a -> verdict_b``, both
+    headlines, the title (B's, else A's), and whether the change is ``worse`` (B's verdict more severe)."""
+
     id: str
     title: str
     verdict_a: str
@@ -73,6 +76,10 @@ class VerdictChange:
 
 @dataclass(frozen=True)
 class MovedNumber:
+    """A number of the same claim, tier and name that moved between the runs (the rules are in
+    the module docstring): both values and standard errors as results.json stores them, and
+    the test that listed it."""
+
     claim: str
     tier: str
     name: str
@@ -93,6 +100,8 @@ class MovedNumber:
 
 @dataclass(frozen=True)
 class OnlyIn:
+    """A claim present in only one of the runs, with its title and verdict there."""
+
     id: str
     title: str
     verdict: str
@@ -100,6 +109,10 @@ class OnlyIn:
 
 @dataclass
 class RunDiff:
+    """What :func:`diff_runs` found between run A and run B (their run ids), compared at ``z``
+    standard errors: configuration changes, verdict changes, moved numbers, and the claims in
+    only one run."""
+
     run_a: str
     run_b: str
     z: float
@@ -114,9 +127,12 @@ class RunDiff:
 
     @property
     def worse(self) -> list[VerdictChange]:
+        """The verdict changes to a more severe verdict."""
         return [c for c in self.verdict_changes if c.worse]
 
     def as_dict(self) -> dict:
+        """The JSON form :func:`render_json` prints: every field, ``config_changes`` as ``{key: {"a", "b"}}``,
+        and ``worse`` as the list of claim ids."""
         return {
             "run_a": self.run_a, "run_b": self.run_b, "z": self.z,
             "config_changes": {k: {"a": a, "b": b} for k, (a, b) in self.config_changes.items()},

@@ -35,12 +35,12 @@ __all__ = ["random_recursive_parents_torch", "GraphSpecError", "GraphFileError",
            "read_graph", "graph_from_spec", "graph_record", "graph_from_record", "draw_graph", "graph_layout",
            "counterexample_graph", "draw_counterexample"]
 
-#: What ``--graph FILE`` accepts, for ``--help`` and the README.
+#: What ``--graph FILE`` accepts, for ``--help`` and the docs.
 GRAPH_FILE_FORMATS = ("a graph file: .graphml (networkx GraphML), .json (a parent list, networkx node-link or "
                       "adjacency JSON, or {child: [parents]}) or an edge list (one 'parent child' pair of positions "
                       "per line, # comments)")
 
-#: The ``--graph`` values that are not files, for ``--help`` and the README.
+#: The ``--graph`` values that are not files, for ``--help`` and the docs.
 GRAPH_SPECS = ("a family chain[:T], icf[:T], star[:T], roots[:T] (N's one-parent graphs, the query T-1 a root) or "
                "ngram[:T] (2 parents each, node T-1 the target), T = 20 when left out; a parent list such as "
                "'[-1,0,1,-1]'")

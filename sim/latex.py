@@ -5,8 +5,7 @@ r"""A finished run as a LaTeX table for a paper's appendix (``icl-verify show RU
 The deciding number is the first number of the claim's deciding tier: the last tier that ran
 whose verdict equals the claim's verdict (:func:`sim.show.deciding_number`).
 
-Every finding whose verdict is not PASS (a FAILing or INCONCLUSIVE other reading, see README
-"Findings") gets a note: a marker ``\textsuperscript{a}`` in the claim's verdict cell and the
+Every finding whose verdict is not PASS (a FAILing or INCONCLUSIVE other reading, see docs/findings.md) gets a note: a marker ``\textsuperscript{a}`` in the claim's verdict cell and the
 note itself in a list below the ``tabular`` (``\footnote`` inside a ``tabular`` is lost, and
 ``threeparttable`` is not needed): the table needs only ``booktabs``.
 

@@ -16,16 +16,21 @@ __all__ = ["Estimate", "mean_estimate", "proportion_estimate", "weighted_mean_es
 
 @dataclass(frozen=True)
 class Estimate:
+    """A Monte Carlo estimate: ``value`` with its standard error ``stderr`` from ``n`` samples,
+    and the seed of the stream that drew them (``None`` when not recorded)."""
+
     value: float
     stderr: float
     n: int
     seed: int | None = None
 
     def number(self, name: str, *, tolerance: float | None = None, note: str = "", kind: str = "montecarlo") -> Number:
+        """The estimate as a reported :class:`~sim.verdict.Number` named ``name``."""
         return Number(name=name, value=float(self.value), stderr=float(self.stderr), n=int(self.n), seed=self.seed,
                       tolerance=tolerance, kind=kind, note=note)
 
     def interval(self, z: float = 3.0) -> tuple[float, float]:
+        """``(value - z stderr, value + z stderr)``."""
         return self.value - z * self.stderr, self.value + z * self.stderr
 
 

@@ -29,6 +29,7 @@ _SKIPPED = ("INCONCLUSIVE", "ASSUMPTION_UNMET", "NOT_RUN")
 
 
 def pytest_addoption(parser) -> None:
+    """Add the ``--icl-*`` options (the only thing this plugin does without ``--icl-verify``)."""
     group = parser.getgroup("icl-verify", "claims of icl-verify as tests (sim.pytest_plugin)")
     group.addoption("--icl-verify", default=None, metavar="PATTERN",
                     help="collect one test per claim and tier of the claims matching PATTERN (comma-separated globs "
@@ -51,6 +52,7 @@ def pytest_addoption(parser) -> None:
 
 
 def pytest_configure(config) -> None:
+    """With ``--icl-verify PATTERN``, register the hooks that collect and run the matching claims."""
     pattern = config.getoption("icl_verify", None)
     if pattern is None:
         return
@@ -154,9 +156,11 @@ class Claims(pytest.Collector):
         self.owner = owner
 
     def collect(self):
+        """One :class:`ClaimItem` per selected claim and tier of the profile."""
         return self.owner.items(self)
 
     def reportinfo(self):
+        """``(path, None, "")``: the items are reported at the ``icl-verify`` pseudo-path, not a file line."""
         return self.config.rootpath / _ROOT, None, ""
 
 
@@ -172,6 +176,7 @@ class ClaimItem(pytest.Item):
             self.user_properties.append(("icl_tier", tier))
 
     def reportinfo(self):
+        """``(path, 0, "<claim id> [<tier>]")``: where a failure's section says it happened."""
         # The domain heads a failure's section; it must not end the node id, or the terminal would print
         # its dots as "::" (icl-verify::W::L3[exact]).
         where = self.claim.id if self.tier is None else f"{self.claim.id} [{self.tier}]"
@@ -193,6 +198,8 @@ class ClaimItem(pytest.Item):
                         f"{self.result.error or ''}".rstrip(), pytrace=False)
 
     def runtest(self) -> None:
+        """Turn the tier's verdict into a test outcome: PASS passes, FAIL fails with the counterexample,
+        INCONCLUSIVE / ASSUMPTION_UNMET / NOT_RUN skip (fail under ``--icl-strict``)."""
         if self.tier is None:
             _skip(self.reason)
         res = self.result

@@ -32,6 +32,7 @@ _BADGE = {
 
 
 def package_versions() -> dict[str, str]:
+    """The versions of Python and of the packages a run's numbers depend on (``not installed`` when absent)."""
     from importlib import metadata
 
     out = {"python": platform.python_version()}
@@ -145,6 +146,8 @@ def _not_run_reason(d: dict) -> str:
 
 # -- terminal ------------------------------------------------------------------------------
 def summary_table(dicts: Sequence[dict]) -> str:
+    """The plain-text claims table the CLI prints after a run: claim, verdict, tiers, time, and the first
+    summary that is not a PASS (findings said first), one row per result dict."""
     rows = [("claim", "verdict", "tiers", "time", "summary")]
     for d in dicts:
         tiers = " ".join(f"{t['tier']}:{t['verdict']}" for t in d["tiers"]) or f"({_not_run_reason(d)})"

@@ -5,7 +5,7 @@ Layout of a run folder (default ``reports/<run-id>/``)::
     run.json            the configuration (hashed into the run id) and when it started
     results/<id>.json   one file per claim, written atomically the moment it finishes
     figures/*.png       figures, written by the claims
-    results.json        the assembled results (schema in README, "results.json")
+    results.json        the assembled results (schema: docs/results.md)
     report.md, report.html, junit.xml
 
 ``--resume`` reuses every ``results/<id>.json`` of a run with the same configuration;
@@ -70,9 +70,11 @@ class RunConfig:
                 raise RunError(f"graph: {exc}") from None
 
     def as_dict(self) -> dict:
+        """Every field as plain data (run.json's ``config``)."""
         return dataclasses.asdict(self)
 
     def digest(self) -> str:
+        """The first 10 hex digits of the sha256 of the fields and the package version: the run's ``config_hash``."""
         from sim import __version__
 
         fields = self.as_dict()
@@ -93,8 +95,9 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
     :class:`sim.corpus.Corpus`, or None): the property tier replays it first; FAILs are stored in it.
 
     With ``config.graph``, a claim that takes a graph (``claim.graph_input``) runs on it: its
-    settings name the user's graph in place of its own (:meth:`GraphInput.overrides`), and the
-    result records the graph and draws it."""
+    settings name the user's graph in place of its own
+    (:meth:`GraphInput.overrides <sim.claims.base.GraphInput.overrides>`), and the result records
+    the graph and draws it."""
     overrides = dict(config.overrides.get(claim.id, {}))
     given = _given_graph(claim, config)
     if given is not None:

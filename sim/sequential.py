@@ -74,6 +74,7 @@ class SeedSchedule:
         return float(z) if k == 1 else float(stats.norm.isf(stats.norm.sf(z) / k))
 
     def describe(self, z: float) -> str:
+        """The schedule in one line: the seeds at each look and the ``z`` each look decides at."""
         sizes = self.sizes()
         if len(sizes) == 1:
             return f"{self.cap} seeds, one look at z = {z:g}"
@@ -107,6 +108,7 @@ class SequentialRun:
         return self.looks[-1].outcome if self.looks else Outcome.UNDECIDED
 
     def stop_reason(self) -> str:
+        """Why the decision stopped: decided at a look, or still undecided at the cap."""
         if not self.looks:
             return "no look was made"
         last = self.looks[-1]
@@ -117,13 +119,16 @@ class SequentialRun:
         return f"stopped at the cap of {self.schedule.cap} seeds (look {k} of {self.schedule.looks}): still undecided"
 
     def line(self) -> str:
+        """The stop reason, the schedule and every look's outcome, in one line."""
         hist = "; ".join(f"{lk.seeds} seeds: {lk.outcome.value}" for lk in self.looks)
         return f"{self.stop_reason()}. {self.schedule.describe(self.z)}. Looks: {hist}"
 
     def number(self, name: str = "training seeds the decision used") -> Number:
+        """The seeds used as a ``trained`` :class:`~sim.verdict.Number`, with :meth:`line` as its note."""
         return Number(name, self.seeds_used, kind="trained", n=self.seeds_used, note=self.line())
 
     def record(self) -> dict:
+        """The decision's history as plain data: seeds used, stop reason, correction, planned looks, z, looks."""
         return {"seeds used": self.seeds_used, "stop": self.stop_reason(), "correction": CORRECTION,
                 "planned looks": self.schedule.sizes(), "z per look": self.schedule.z_look(self.z),
                 "looks": [{"seeds": lk.seeds, "outcome": lk.outcome.value, "line": lk.line} for lk in self.looks]}

@@ -85,6 +85,7 @@ def claims_summary(doc: dict) -> dict[str, Any]:
 
 
 def render_json(doc: dict) -> str:
+    """The summary of :func:`claims_summary` as strict JSON."""
     from sim.files import dump_json
     from sim.verdict import to_jsonable
 

@@ -12,15 +12,18 @@ computing.
 
 Executors
 ---------
-``local``   worker processes on this machine (``spawn``), one run at a time each; a worker
-            that dies takes only its own run with it and is replaced.
-``dask``    a ``distributed.Client`` on a scheduler address (``tcp://host:8786``; clusters
-            on SLURM / PBS / ... come from ``dask-jobqueue``, see the README) or a client
-            you pass. Workers need this package installed; results travel back to the
-            driver, so no shared filesystem is needed. A run lost with its worker is retried
-            alone once (it may only have been queued there), so only the run that
-            kills its worker is lost.
-``serial``  in this process, one after another (CUDA runs, debugging).
+``local``
+    worker processes on this machine (``spawn``), one run at a time each; a worker
+    that dies takes only its own run with it and is replaced.
+``dask``
+    a ``distributed.Client`` on a scheduler address (``tcp://host:8786``; clusters
+    on SLURM / PBS / ... come from ``dask-jobqueue``, see docs/theory-and-sim.md) or a client
+    you pass. Workers need this package installed; results travel back to the
+    driver, so no shared filesystem is needed. A run lost with its worker is retried
+    alone once (it may only have been queued there), so only the run that
+    kills its worker is lost.
+``serial``
+    in this process, one after another (CUDA runs, debugging).
 
 Every executor runs ``fn`` with torch limited to one thread (``torch.set_num_threads(1)``),
 so runs do not oversubscribe a node and the same seeds give the same numbers on every

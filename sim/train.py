@@ -80,6 +80,10 @@ class Stage:
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """A whole training run: its stages (:class:`Stage`) in order, the ``seed`` of the data generator, the
+    loss logged every ``log_every`` steps, a checkpoint every ``checkpoint_every`` steps (0: none)
+    and the gradient-norm clip ``grad_clip`` (``None``: no clipping)."""
+
     stages: tuple[Stage, ...]
     seed: int = 0
     log_every: int = 50
@@ -94,9 +98,11 @@ class TrainConfig:
 
     @property
     def total_steps(self) -> int:
+        """The steps of all stages together."""
         return sum(s.steps for s in self.stages)
 
     def as_dict(self) -> dict:
+        """Every field as plain data (the stages as dicts), as a checkpoint stores it (resuming checks it matches)."""
         return dataclasses.asdict(self)
 
 
@@ -110,10 +116,12 @@ class TrainLog:
     crossed: dict[str, dict[str, float]] = field(default_factory=dict)  # probe name -> {step, seconds}
 
     def column(self, name: str) -> list[float]:
+        """The logged values of ``name``, in step order (rows without it skipped)."""
         return [r[name] for r in self.rows if name in r]
 
 
 def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:
+    """A ``torch.Generator`` on ``device`` seeded with ``seed mod 2**63`` (any Python int is accepted)."""
     g = torch.Generator(device=device)
     g.manual_seed(int(seed) % (2**63))
     return g

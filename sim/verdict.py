@@ -51,6 +51,9 @@ Z_DEFAULT = 3.0
 
 
 class Verdict(str, enum.Enum):
+    """The verdict of a tier or a claim: the four verdicts and the two statuses of the module
+    docstring; its value is its name, and it prints as its value (``str(Verdict.PASS) == "PASS"``)."""
+
     PASS = "PASS"
     FAIL = "FAIL"
     ASSUMPTION_UNMET = "ASSUMPTION_UNMET"
@@ -103,6 +106,7 @@ class Number:
             raise ValueError(f"Number {self.name!r}: df must be >= 0, got {self.df}")
 
     def format(self, digits: int = 4) -> str:
+        """``value ± stderr, n=..., seed=..., tol=...``, each part only when set (no ``±`` for an exact number)."""
         v = format_number(self.value, digits)
         parts = [v if self.stderr == 0 else f"{v} ± {format_number(self.stderr, 2)}"]
         if self.n is not None:
@@ -236,6 +240,11 @@ class TierResult:
 
 @dataclass
 class ClaimResult:
+    """Everything one claim's evaluation produced, as results.json stores it: the claim's identity
+    (id, title, paper, source, statement), the tiers it supports and the profile that
+    ``decided_by`` it, its combined ``verdict`` and ``headline``, one :class:`TierResult` per tier
+    run, the claim's ``seed`` and the run's ``config_hash``."""
+
     id: str
     title: str
     paper: str

@@ -384,7 +384,7 @@ def exact_bayes_predictive(prompt, tree, alpha, S: int = 2, root_law: str = "sta
     With ``root_law="stationary"`` (N's task: non-query roots ``~ mu_pi``) the likelihood
     carries ``prod_roots mu_pi(s_r)``, which breaks Dirichlet conjugacy, so this is not the
     add-alpha estimator; with ``"independent"`` it equals add-alpha. Computed for ``S = 2``
-    by quadrature (:func:`bayes_quadrature_s2`, absolute error ~1e-15); for ``S >= 3`` use
+    by quadrature (:func:`~theory.dirichlet.bayes_quadrature_s2`, absolute error ~1e-15); for ``S >= 3`` use
     :func:`bayes_predictive_estimate`.
 
     Returns

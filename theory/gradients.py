@@ -27,7 +27,7 @@ stationary root (counterexamples in ``tests/theory/test_gradients.py``).
 
 **N Knowl 3** (claim N.K3). For N's reduced model at initialisation the population
 gradient of row ``i`` of ``A^(1)`` is ``-(beta0/(S T)) J(S(A1_i)) (g_i + O(T_eff^-1/2))`` with the
-idealised signal
+idealised signal::
 
     g[i, j] = E_pi[ sum_{s,s'} pi(s'|s) / mu_pi(s') P(s_j = s, s_i = s' | pi) ] - 1,   j <= i,
 

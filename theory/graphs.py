@@ -3,7 +3,7 @@ the conversions to the exact core's forms.
 
 Convention (``shared/CLAIMS.md``): nodes are the positions ``0..n-1``, edges point parent ->
 child, and every edge points backwards in position order (``parent < child``), which rules out
-cycles. A graph whose nodes have at most one parent converts to a :class:`CausalTree`
+cycles. A graph whose nodes have at most one parent converts to a :class:`~theory.CausalTree`
 (:func:`to_tree`); a graph with up to ``k`` parents per node converts to parent sets
 (:func:`to_parent_sets`, N Knowl 9).
 
@@ -188,7 +188,7 @@ def k_parent_sets(name: str, T: int, k: int = 2, rng: np.random.Generator | None
 
 # ------------------------------------------------------------------------ conversions --
 def from_parents(parents: Iterable[int], *, name: str = "", query: int | None = None) -> nx.DiGraph:
-    """A DiGraph from a parent array (``-1`` for a root), validated by :class:`CausalTree`.
+    """A DiGraph from a parent array (``-1`` for a root), validated by :class:`~theory.CausalTree`.
 
     Node attribute ``root`` marks roots; graph attributes ``name`` and ``query`` (the
     position being predicted, if any) travel with the graph to the figures."""

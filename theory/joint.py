@@ -35,7 +35,7 @@ MAX_ENUMERATION = 5_000_000
 
 
 def as_tree(tree) -> CausalTree:
-    """Accept a :class:`CausalTree` or a parent array; anything else is a ``TheoryError``."""
+    """Accept a :class:`~theory.CausalTree` or a parent array; anything else is a ``TheoryError``."""
     if isinstance(tree, CausalTree):
         return tree
     try:

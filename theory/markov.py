@@ -244,7 +244,7 @@ def stationary_batch(P) -> np.ndarray:
     mu`` solved without subtractions, so tiny entries stay accurate. Irreducibility is checked
     on the support: the reachability ``R = (I + [P > 0])^(2^k)``, ``2^k >= d``, is all true. A
     matrix that is not irreducible, or whose reduction over/underflows, gets :func:`stationary`
-    on its own (a unique law on one closed class, or :class:`TheoryError` naming the classes).
+    on its own (a unique law on one closed class, or :class:`~theory.TheoryError` naming the classes).
     """
     P = np.asarray(P, dtype=np.float64)
     if P.ndim < 2 or P.shape[-1] != P.shape[-2]:

@@ -151,6 +151,7 @@ class CausalTree:
         return i
 
     def children(self, h: int) -> list[int]:
+        """The positions whose parent is ``h``, in increasing order."""
         h = self._check_node(h)
         return [int(c) for c in np.flatnonzero(self._parents == h)]
 

@@ -67,6 +67,8 @@ class AttentionSublayer(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, h, ln_w, ln_b, Wq, Wk, Wv, Wo, r, heads: int, eps: float):
+        """``h + W_O Att(LN(h))`` ``(B, T, w)``; saves the LayerNorm statistics, ``q, k, v`` and the
+        attention's softmax state for ``backward``."""
         B, T, w = h.shape
         nh, e = heads, w // heads
         x, mean, rstd = _layer_norm(h.reshape(B * T, w), ln_w, ln_b, eps)  # (B T, w)
@@ -84,6 +86,8 @@ class AttentionSublayer(torch.autograd.Function):
     @staticmethod
     @once_differentiable  # the attention backward writes into reused buffers
     def backward(ctx, dout):
+        """From ``dout`` ``(B, T, w)``: the gradients of ``h, ln_w, ln_b, Wq, Wk, Wv, Wo, r`` (``None``
+        for ``heads, eps``)."""
         h, x, mean, rstd, ln_w, ln_b, Wqkv, Wo, qkv, y, y2, rrev, *saved = ctx.saved_tensors
         B, T, w, nh, e, r_shape = ctx.shape
         dout2 = dout.reshape(B * T, w)
@@ -120,6 +124,8 @@ class LogitLoss(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, h, ln_w, ln_b, U, targets, eps: float):
+        """The mean cross-entropy (a scalar) of the logits ``U LN(h_i)`` ``(C, N)`` against ``targets``;
+        saves the logits and their log-sum-exp for ``backward``."""
         N, w = h.shape
         x, mean, rstd = _layer_norm(h, ln_w, ln_b, eps)
         logits = U @ x.t()  # (C, N)
@@ -132,6 +138,8 @@ class LogitLoss(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, dloss):
+        """From the scalar ``dloss``: the gradients of ``h`` ``(N, w)``, ``ln_w, ln_b`` and ``U`` ``(C, w)``
+        (``None`` for ``targets, eps``); ``dlogits = (softmax - onehot(targets)) dloss / N``."""
         h, x, mean, rstd, ln_w, ln_b, U, logits, lse, target = ctx.saved_tensors
         N, w = h.shape
         dlogits = (logits - lse).exp_()  # softmax, (C, N)
@@ -170,6 +178,8 @@ class TokenOnlyAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tokens, E, ln_w, ln_b, Wq, Wk, Wv, Wo, r, heads: int, eps: float):
+        """The layer's output ``(B T, w)`` for ``tokens`` ``(B, T)``, by the native C call when it applies,
+        else from the ``C``-row tables (see the class); saves what ``backward`` needs."""
         B, T = tokens.shape
         C, w = E.shape
         nh, e = heads, w // heads
@@ -219,6 +229,8 @@ class TokenOnlyAttention(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, dout):
+        """From ``dout`` ``(B T, w)``: the gradients of ``E, ln_w, ln_b, Wq, Wk, Wv, Wo, r`` (``None`` for
+        ``tokens, heads, eps``), by the path the forward pass took."""
         if ctx.native:
             tokens, E, ln_w, ln_b, Wq, Wk, Wv, Wo, r, Wf, G, Z = ctx.saved_tensors
             B, T = tokens.shape

@@ -62,6 +62,7 @@ def applies(like: torch.Tensor) -> bool:
 
 
 def cache_dir() -> Path:
+    """Where built libraries are kept: ``$ICL_VERIFY_CACHE``, else ``~/.cache/icl-causal-verify/native``."""
     return Path(os.environ.get("ICL_VERIFY_CACHE") or Path.home() / ".cache" / "icl-causal-verify" / "native")
 
 

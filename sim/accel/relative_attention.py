@@ -210,6 +210,8 @@ class RelativeAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, r: Tensor) -> Tensor:
+        """``y`` ``(BH, T, e)`` by :func:`attention_forward` on the offsets in reverse order; saves its
+        softmax state for ``backward``."""
         rrev = reversed_offsets(r, q.shape[1])
         y, saved = attention_forward(q, k, v, rrev)
         ctx.save_for_backward(q, k, v, rrev, y, *saved)
@@ -219,6 +221,8 @@ class RelativeAttention(torch.autograd.Function):
     @staticmethod
     @once_differentiable  # the backward writes into reused buffers: not differentiable again
     def backward(ctx, dy: Tensor):
+        """From ``dy`` ``(BH, T, e)``: the gradients of ``q, k, v`` ``(BH, T, e)`` and of ``r`` (its shape),
+        by :func:`attention_backward`."""
         q, k, v, rrev, y, *saved = ctx.saved_tensors
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         drrev = attention_backward(q, k, v, rrev, y, saved, dy.contiguous(), dq, dk, dv)

@@ -19,6 +19,11 @@ _N_THEORY = ("N.K1", "N.K3", "N.K4")
 
 @dataclass(frozen=True)
 class AssumptionDef:
+    """One assumption the audit checks: its ``key`` (``"N.K10.1"``), short ``name``, the paper's
+    ``source`` (``"N Knowl 10 (1)"``), the ``statement`` checked, the claim ids it ``feeds``, and
+    what it is decided ``per``: ``"d"`` (each number of states), ``"graph"`` or ``"graph,d"``.
+    """
+
     key: str
     name: str
     source: str
@@ -27,6 +32,7 @@ class AssumptionDef:
     per: str = "d"  # "d" (per number of states), "graph", or "graph,d"
 
 
+#: Every assumption the audit checks, in report order (N Knowl 10 items 1-5, W Lemmas 3 and 4, N Knowl 2).
 ASSUMPTIONS: tuple[AssumptionDef, ...] = (
     AssumptionDef("N.K10.1", "entrywise lower bound gamma > 0", "N Knowl 10 (1)",
                   "almost surely min_{s,s'} pi(s'|s) > gamma/S for one constant gamma > 0 (ensures min mu_pi >= gamma/S)",

@@ -20,6 +20,8 @@ from sim.seeds import derive_seed
 from sim.verdict import Number, format_number
 from theory.markov import chain_structure_batch, stationary_batch
 
+__all__ = ["DrawStats", "draw_stats", "audit_prior", "claim_dims"]
+
 
 @dataclass
 class DrawStats:
@@ -40,7 +42,7 @@ class DrawStats:
 def draw_stats(mats: np.ndarray, weights: np.ndarray, exact: bool) -> DrawStats:
     """N Knowl 2 (:func:`theory.markov.chain_structure_batch`), ``gamma = d min pi``, W's ``delta``
     (``min mu_pi``, or the smallest marginal of the uniform root up to depth
-    :data:`FALLBACK_DEPTH` when ``mu_pi`` is not unique), N's non-degeneracy sum
+    :data:`~sim.audit.catalogue.FALLBACK_DEPTH` when ``mu_pi`` is not unique), N's non-degeneracy sum
     ``B = sum_s ||pi(.|s) - mu_pi||^2`` and whether the rows differ on the root law's support."""
     n, d, _ = mats.shape
     gamma = d * mats.min(axis=(1, 2))
@@ -255,10 +257,13 @@ class _DAudit:
 def audit_prior(prior: Prior, *, dims: Sequence[int], n_draws: int = 2000, seed: int = 0,
                 graphs: Sequence[str | GraphInfo] = DEFAULT_GRAPHS, z: float = 3.0,
                 progress: Callable[[str], None] = lambda m: None) -> PriorAudit:
-    """Audit ``prior`` against every assumption in :data:`ASSUMPTIONS` at each ``d`` in ``dims``
-    (the prior's own ``d`` if it fixes one) and for each graph.
+    """audit_prior(prior, *, dims, n_draws=2000, seed=0, graphs=DEFAULT_GRAPHS, z=3.0, progress=lambda message: None)
 
-    Raises :class:`PriorError` if the prior cannot be bound to a size or its sampler fails.
+    Audit ``prior`` against every assumption in :data:`~sim.audit.catalogue.ASSUMPTIONS` at each
+    ``d`` in ``dims`` (the prior's own ``d`` if it fixes one) and for each graph (a spec
+    :func:`~sim.audit.graphs.parse_graph` reads, or a :class:`~sim.audit.records.GraphInfo`).
+
+    Raises :class:`~sim.priors.PriorError` if the prior cannot be bound to a size or its sampler fails.
     """
     t0 = time.perf_counter()
     if prior.d is not None:

@@ -11,6 +11,8 @@ from sim.audit.catalogue import ZERO
 from sim.audit.checks import draw_stats
 from sim.audit.records import ClaimEvidence, PriorAudit
 
+__all__ = ["attach_results"]
+
 
 def _keys_for(claim_id: str, name: str) -> list[str]:
     """Audit keys a claim's assumption name refers to, read from its words (the claim's paper

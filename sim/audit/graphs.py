@@ -7,6 +7,8 @@ from sim.audit.records import GraphInfo
 from sim.priors import PriorError
 from theory import CausalTree
 
+__all__ = ["MAX_GRAPH_T", "parse_graph"]
+
 #: Longest graph the audit accepts (N's tasks use T = 20; its items are computed per position).
 MAX_GRAPH_T = 100_000
 

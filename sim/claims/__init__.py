@@ -1,4 +1,4 @@
-"""The claim registry: every catalogue entry of ``shared/CLAIMS.md`` as a :class:`Claim`.
+"""The claim registry: every catalogue entry of ``shared/CLAIMS.md`` as a :class:`~sim.claims.Claim`.
 
 The built-in claims live in the paper homes (:mod:`sim.papers`): each home's ``claims``
 module or package exports ``CLAIMS``; :func:`sim.papers.paper_homes` finds the homes (the
@@ -29,6 +29,8 @@ _ENTRY_POINTS_LOADED = False
 
 
 class UnknownClaimError(KeyError):
+    """A claim id or ``--claims`` pattern that names no claim of the registry; the message lists the known ids."""
+
     def __str__(self):
         return str(self.args[0])
 
@@ -85,6 +87,7 @@ def all_claims() -> list[Claim]:
 
 
 def get(claim_id: str) -> Claim:
+    """The claim with id ``claim_id``; :class:`UnknownClaimError` (listing the known ids) if there is none."""
     for c in all_claims():
         if c.id == claim_id:
             return c

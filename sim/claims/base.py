@@ -35,6 +35,9 @@ __all__ = [
     "summarize_instances",
     "search_counterexample",
     "per_case",
+    "property_tier",
+    "matrices_strategy",
+    "crash_result",
     "collect_claims",
 ]
 
@@ -68,11 +71,15 @@ def collect_claims(package: str, submodules: Sequence[str], order: Sequence[str]
 
 @dataclass(frozen=True)
 class Source:
+    """Where a claim comes from: the paper's catalogue letter (``W``, ``N``, ``G``, ``E``), the place in
+    it (``"Lemma 3"``) and, optionally, the statement as the paper writes it."""
+
     paper: str  # catalogue letter: W, N, G, E
     where: str  # "Lemma 3", "Theorem 2", "Knowl 3 (Lemma 5.x)"
     equation: str = ""  # the statement as the paper writes it
 
     def cite(self) -> str:
+        """``"<paper> <where>"``, e.g. ``"W Lemma 3"``."""
         return f"{self.paper} {self.where}"
 
 
@@ -97,6 +104,7 @@ class PrimaryReading:
             raise ValueError("a PrimaryReading needs the statement, its seed and its lines")
 
     def cite(self) -> str:
+        """Where the statement is: ``"seed 002, line 41"`` or ``"seed 002, lines 41-43"``."""
         return f"seed {self.seed}, line{'s' if any(c in self.lines for c in '-,') else ''} {self.lines}"
 
 
@@ -225,7 +233,7 @@ class Claim:
     figures: tuple[str, ...] = ()
     #: Said in the report when no tier runs in the active profile (e.g. why, and where it is decided).
     pending: str = ""
-    #: The paper's own statement that decides the verdict (see :class:`PrimaryReading`).
+    #: The paper's own statement that decides the verdict (see :class:`~sim.claims.base.PrimaryReading`).
     primary: PrimaryReading | None = None
     #: How a user's causal graph replaces the claim's own (``run --graph``); None: it takes none.
     graph_input: GraphInput | None = None
@@ -252,6 +260,7 @@ class Claim:
         return tuple(t for t in TIERS if t in self.checks)
 
     def tiers_for(self, profile: str) -> tuple[str, ...]:
+        """The tiers run in ``profile``, in the order of ``TIERS`` (empty: the claim is NOT_RUN there)."""
         s = self.settings.get(profile, {})
         return tuple(t for t in TIERS if t in s.get("tiers", ()))
 
@@ -280,6 +289,7 @@ class Context:
     device: str = "cpu"
     prior: Any = None  # a sim.priors.Prior overriding the claim's default inputs
     z: float = 3.0
+    #: ``progress(message)`` reports what the check is doing (the CLI shows it; a no-op by default).
     progress: Callable[[str], None] = lambda msg: None
     overrides: Mapping[str, Any] = field(default_factory=dict)
     # The counterexample corpus (a sim.corpus.Corpus, or None): the property tier replays it first.
@@ -303,6 +313,7 @@ class Context:
         return derive_seed(self.seed, self.claim.id, purpose)
 
     def rng(self, purpose: str) -> np.random.Generator:
+        """A numpy generator seeded with :meth:`seed_for` ``(purpose)``: one independent stream per purpose."""
         return np.random.default_rng(self.seed_for(purpose))
 
     def memo(self, key: Any, make: Callable[[], Any]) -> Any:
@@ -314,6 +325,7 @@ class Context:
         return self.memo_store[key]
 
     def figure_path(self, name: str) -> Path:
+        """``<out_dir>/figures/<claim id>-<name>.png``, its folder created."""
         path = self.out_dir / "figures" / f"{self.claim.id}-{name}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         return path

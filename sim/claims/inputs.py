@@ -34,6 +34,7 @@ def prior_for(ctx, d: int, default: Prior = DEFAULT_W_PRIOR) -> Prior:
 
 
 def draw_matrices(ctx, n: int, d: int, default: Prior = DEFAULT_W_PRIOR) -> np.ndarray:
+    """``n`` matrices ``(n, d, d)`` from :func:`prior_for`, on the claim's stream ``"pi/d=<d>"``."""
     return prior_for(ctx, d, default).sample(ctx.rng(f"pi/d={d}"), n)
 
 
@@ -80,15 +81,22 @@ def root_laws(pi: np.ndarray, which: Sequence[str]) -> list[tuple[str, np.ndarra
 
 @dataclass
 class Instance:
+    """One input of W's claims: a transition matrix ``pi`` ``(d, d)`` on a causal tree, with its root
+    law: ``root`` ``(d,)``, or ``None`` for the stationary law of ``pi``; ``root_name`` is how records
+    name it (``"stationary"``, ``"uniform"``, :data:`UNIFORM_FALLBACK`)."""
+
     pi: np.ndarray
     tree: CausalTree
     root_name: str
     root: np.ndarray | None
 
     def marginal_root(self) -> np.ndarray:
+        """The root law as a vector: ``root``, or the stationary law of ``pi`` when ``root`` is ``None``."""
         return stationary(self.pi) if self.root is None else self.root
 
     def record(self) -> dict:
+        """The instance as a counterexample record: ``{"pi", "parents", "root_law"}`` (full-precision
+        floats), plus ``"root_law_name"`` when an explicit root law is not the uniform one."""
         rec = {"pi": record_matrix(self.pi), "parents": self.tree.parents.tolist(),
                "root_law": self.root_name if self.root is None else [float(v) for v in self.root]}
         if self.root is not None and self.root_name != "uniform":

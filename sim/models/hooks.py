@@ -47,6 +47,7 @@ class HookPoint(nn.Module):
         self.hook_fn: HookFn | None = None
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x`` unchanged, or what ``hook_fn`` returns (same shape); cached when ``caching``."""
         if self.hook_fn is not None:
             y = self.hook_fn(x, self)
             if y is not None:

@@ -27,7 +27,7 @@ The spec language (:func:`parse_prior`) is parsed with :mod:`ast` and never eval
     NUMBER := a literal such as 0.1, -2, 1e-3, or + - * / of literals (1/3)
     SAMPLER:= module:function | path/to/file.py:function    (a user's sampler, whole spec only)
 
-The known names and their arguments are in :data:`PRIORS` (``icl-verify prior --help`` lists them).
+The known names and their arguments are in :data:`~sim.priors.spec.PRIORS` (``icl-verify prior --help`` lists them).
 
 The package: :mod:`~sim.priors.base` (the :class:`Prior` interface, errors, limits),
 :mod:`~sim.priors.families` (leaf priors, mixtures and finite priors),

@@ -83,7 +83,7 @@ def asymmetric_relabelling(weights: np.ndarray, mats: np.ndarray, decimals: int 
 
 
 class Prior(abc.ABC):
-    """Base class: subclasses implement :meth:`_sample`, :meth:`spec` and :meth:`bind`."""
+    """Base class: subclasses implement ``_sample``, :meth:`spec` and :meth:`bind`."""
 
     d: int | None = None
 
@@ -93,7 +93,7 @@ class Prior(abc.ABC):
 
     @abc.abstractmethod
     def spec(self) -> str:
-        """The one-line spec this prior parses back from (:func:`parse_prior`)."""
+        """The one-line spec this prior parses back from (:func:`~sim.priors.parse_prior`)."""
 
     @abc.abstractmethod
     def bind(self, d: int) -> "Prior":

@@ -8,9 +8,9 @@ cannot disagree.
 
 Each fact is decided, in this order:
 
-- ``guaranteed`` / ``analytic``: from the prior's closed form (:meth:`Prior.symmetric`,
-  :meth:`Prior.mean_matrix`), true or provably false;
-- ``exact``: over every atom of a finite prior (:meth:`Prior.atoms`);
+- ``guaranteed`` / ``analytic``: from the prior's closed form (:meth:`Prior.symmetric <sim.priors.Prior.symmetric>`,
+  :meth:`Prior.mean_matrix <sim.priors.Prior.mean_matrix>`), true or provably false;
+- ``exact``: over every atom of a finite prior (:meth:`Prior.atoms <sim.priors.Prior.atoms>`);
 - ``estimated``: from ``n`` seeded draws, by z-tests at the level of one ``z``-test with a
   Bonferroni correction over the statistics (a rejection shows the fact fails at that level;
   passing is consistency, not proof).
@@ -51,6 +51,7 @@ class Draws:
         return self.mats.shape[-1]
 
     def source(self) -> str:
+        """What the facts were decided on: ``"<n> atoms (exact)"`` or ``"<n> draws, seed <seed>"``."""
         n = len(self.weights)
         return f"{n} atoms (exact)" if self.exact else f"{n} draws, seed {self.seed}"
 

@@ -221,6 +221,7 @@ class Mixture(Prior):
 
 
 def doubly_stochastic(k: int = 3, alpha: float = 1.0, d: int | None = None) -> DoublyStochastic:
+    """``DoublyStochastic(k, alpha, d)``, the spec language's ``doubly_stochastic``."""
     return DoublyStochastic(k, alpha, d)
 
 

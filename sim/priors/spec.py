@@ -20,6 +20,11 @@ MAX_SPEC_CHARS, MAX_SPEC_DEPTH = 5_000, 32
 # ------------------------------------------------------------------------- the spec language --
 @dataclass(frozen=True)
 class Param:
+    """One parameter of a spec-language name: what it is called, the ``kind`` of value it takes
+    (``prior``, ``number``, ``unit`` for ``[0, 1]``, ``positive``, ``size`` for a positive integer,
+    ``count`` for a non-negative one, ``bool``, ``str``, ``numbers`` or ``matrix``), and its default
+    when it is not ``required``."""
+
     name: str
     kind: str  # prior | number | unit | positive | size | count | bool | str | numbers | matrix
     required: bool = True
@@ -53,6 +58,7 @@ class PriorSpec:
     variadic_priors: bool = False  # mixture(p1, p2, ..., weights=[...])
 
     def usage(self) -> str:
+        """The name's call form for help texts, e.g. ``sticky(BASE, stay=0.7)``."""
         parts = ["PRIOR, PRIOR, ..."] if self.variadic_priors else []
         for p in self.params:
             if p.required and p.kind in ("prior", "matrix"):
@@ -90,6 +96,7 @@ def _bound(prior: Prior, d) -> Prior:
     return prior if d is None else prior.bind(d)
 
 
+#: Every name of the spec language, by name: what :func:`parse_prior` accepts.
 PRIORS: dict[str, PriorSpec] = {s.name: s for s in [
     PriorSpec("dirichlet", (Param("alpha", "positive"), Param("d", "size", False)),
               lambda alpha, d=None: Dirichlet(alpha, d),
@@ -281,11 +288,11 @@ class _Parser:
 
 
 def parse_prior(spec: str) -> Prior:
-    """Parse a one-line prior spec (see the module docstring for the grammar) into a :class:`Prior`.
+    """Parse a one-line prior spec (see the module docstring for the grammar) into a :class:`~sim.priors.Prior`.
 
     ``module:function`` or ``path/to/file.py:function`` (the whole spec) loads a user's
     sampler. Never evaluates the text: it is parsed with :mod:`ast` and only the names in
-    :data:`PRIORS` are built. Raises :class:`PriorSpecError` saying what was expected and
+    :data:`~sim.priors.spec.PRIORS` are built. Raises :class:`~sim.priors.PriorSpecError` saying what was expected and
     at which column.
 
     >>> parse_prior("floor(dirichlet(alpha=1), gamma=0.3)").spec()

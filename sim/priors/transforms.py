@@ -348,4 +348,5 @@ def lazy(base: Prior) -> Sticky:
 
 
 def banded(base: Prior, width: int = 1, cyclic: bool = False) -> Banded:
+    """``Banded(base, width, cyclic)``, the spec language's ``banded``."""
     return Banded(base, width, cyclic)

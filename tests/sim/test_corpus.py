@@ -131,7 +131,7 @@ def test_malformed_encodings_are_format_errors(doc):
 
 
 # -- the corpus through the command line ------------------------------------------------------------
-# The README's plugin (section "Your own claims"), with a bound that is false: eta_TV([[0,1],[1,0]]) = 1.
+# The former README plugin (docs/tutorials/own-claims.md has its successor), with a bound that is false: eta_TV([[0,1],[1,0]]) = 1.
 _PLUGIN = '''
 from sim.claims.base import Claim, Source, matrices_strategy, property_tier
 from theory import dobrushin

@@ -1,5 +1,6 @@
-"""The Markov LM's accelerated loss and logits: the same function as :class:`MarkovLM`, computed
-with the fused kernels of :mod:`sim.accel`. The one place the accelerated paths are chosen.
+"""The Markov LM's accelerated loss and logits: the same function as
+:class:`~sim.papers.markov.model.MarkovLM`, computed with the fused kernels of :mod:`sim.accel`.
+The one place the accelerated paths are chosen.
 
 :func:`training_loss` (the training step) and :func:`eval_logits` (the evaluations) run the
 model's own parameters through
@@ -12,11 +13,11 @@ model's own parameters through
 * the final LayerNorm, unembedding and cross-entropy as one node
   (:class:`sim.accel.fused_layers.LogitLoss`),
 
-and otherwise the model's plain modules. :meth:`MarkovLM.forward` never takes these paths, so
-hook points and probes always observe the plain model. With ``ICL_VERIFY_ACCEL=0``
-(:func:`sim.accel.enabled`) both functions are the plain model's. Tests hold both to the plain
+and otherwise the model's plain modules. :meth:`MarkovLM.forward <sim.papers.markov.model.MarkovLM.forward>`
+never takes these paths, so hook points and probes always observe the plain model. With
+``ICL_VERIFY_ACCEL=0`` (:func:`sim.accel.enabled`) both functions are the plain model's. Tests hold both to the plain
 model's values and gradients in float64 (``tests/papers/markov/test_markov_model.py``); the gain
-where a user waits is measured in ``benchmarks/bench_edelman.py`` and stated in the README.
+where a user waits is measured in ``benchmarks/bench_edelman.py`` and stated in docs/benchmarks.md.
 """
 from __future__ import annotations
 

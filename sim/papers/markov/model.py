@@ -76,6 +76,7 @@ class MarkovLMConfig:
             raise ValueError("MarkovLMConfig.init_std and out_std must be positive")
 
     def as_dict(self) -> dict:
+        """Every field as plain data."""
         return dataclasses.asdict(self)
 
 
@@ -136,6 +137,7 @@ class _Block(nn.Module):
             self.ln_mlp = self.fc = self.proj = None
 
     def forward(self, h: Tensor, mask: Tensor) -> Tensor:
+        """The residual stream ``(B, T, w)`` after this block's attention (and MLP) sublayers."""
         B, T, w = h.shape
         q, k, v = (z.view(B, T, self.heads, self.e).transpose(1, 2) for z in self._qkv(self.ln_att(h)))  # (B, nh, T, e)
         r = None if self.rel is None else self.drop(self.rel[:T]).view(T, self.heads, self.e)  # (T, nh, e)
@@ -197,6 +199,8 @@ class MarkovLM(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Weights ``N(0, init_std^2)`` (the attention and MLP output projections ``N(0, out_std^2)``),
+        biases 0, LayerNorms the identity; drawn from ``generator`` when given."""
         cfg = self.config
         for name, p in self.named_parameters():
             if name.endswith("bias") or ".ln_" in name or name.startswith("ln_"):
@@ -211,6 +215,7 @@ class MarkovLM(nn.Module):
                 m.bias.zero_()
 
     def forward(self, tokens: Tensor) -> Tensor:
+        """Next-token logits ``(B, T, C)`` for ``tokens`` ``(B, T)``."""
         return self.unembed(self.ln_f(self._trunk(tokens)))  # (B, T, C)
 
     def _trunk(self, tokens: Tensor) -> Tensor:

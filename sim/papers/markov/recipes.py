@@ -21,9 +21,12 @@ __all__ = ["EDELMAN_STAGES", "EDELMAN_MAIN", "GIBSON_BASE"]
 #: E's stages, in the order training passes them
 EDELMAN_STAGES = ("uniform", "unigram", "bigram")
 
+#: Edelman et al.'s main configuration (see the module docstring), as
+#: :class:`~sim.papers.markov.task.MarkovRunSpec` fields.
 EDELMAN_MAIN = dict(C=2, K="inf", N=100, alpha=1.0, width=16, layers=2, heads=1, mlp=False, positions="relative",
                     dropout=0.0, lr=5e-4, betas=(0.9, 0.95), weight_decay=0.1, batch=64, strategies=EDELMAN_STAGES,
                     ood=True)
 
+#: G.1's settings (see the module docstring), as :class:`~sim.papers.markov.task.MarkovRunSpec` fields.
 GIBSON_BASE = dict(C=10, alpha=0.1, N=64, width=64, layers=2, heads=1, mlp=True, positions="relative", dropout=0.0,
                    lr=1e-3, betas=(0.9, 0.999), weight_decay=0.0, batch=32, strategies=PHASES, ood=True)

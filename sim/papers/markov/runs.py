@@ -23,7 +23,7 @@ _SPEC_FIELDS = {f.name for f in dataclasses.fields(MarkovRunSpec)}
 
 def run_params(ctx, **extra) -> dict[str, Any]:
     """A run's parameters from the active profile's settings (keys that are
-    :class:`MarkovRunSpec` fields), the user's prior (as its spec string), the device and
+    :class:`~sim.papers.markov.task.MarkovRunSpec` fields), the user's prior (as its spec string), the device and
     ``extra``."""
     p = {k: (list(v) if isinstance(v, tuple) else v) for k, v in ctx.settings.items() if k in _SPEC_FIELDS}
     if ctx.prior is not None:
@@ -62,6 +62,8 @@ def check_labels(labels: Mapping[str, str]) -> None:
 
 
 def curve(rec, which: str, label: str, labels: Mapping[str, str] | None = None) -> np.ndarray:
+    """The KL curve of strategy ``label`` (through ``labels``, phase -> strategy) over a record's
+    evaluations, on the evaluation set ``which``."""
     return np.asarray(rec["eval"][which][(labels or {}).get(label, label)], dtype=float)
 
 
@@ -82,10 +84,12 @@ def placement(rec, which: str, phases: Sequence[str], index: int = -1,
 
 
 def phase_series(rec, which: str, phases: Sequence[str], labels=None) -> list[str]:
+    """The nearest phase at every evaluation (:func:`placement`), in step order."""
     return [placement(rec, which, phases, i, labels)["phase"] for i in range(len(rec["steps"]))]
 
 
 def compact(seq: Iterable[str]) -> list[str]:
+    """``seq`` with consecutive repeats merged: ``G1, G1, G2, G1`` -> ``G1, G2, G1``."""
     out: list[str] = []
     for s in seq:
         if not out or out[-1] != s:
@@ -227,4 +231,5 @@ def distance_curves(path, title: str, groups: Sequence[tuple[str, Sequence[Any]]
 
 
 def rel(ctx, path) -> str:
+    """``path`` relative to the run folder ``ctx.out_dir`` (how tiers list their figures)."""
     return str(path.relative_to(ctx.out_dir))

@@ -56,7 +56,7 @@ Hook points (``sim.models.hooks``): ``layer1.pattern`` ``(S, B, T, T)`` (``learn
 ``(S, B, T, T)`` (masked scores are ``-inf``).
 
 Training (:func:`train_tau`; the settings the seed leaves open, chosen here)
---------------------------------------------------------------------------
+----------------------------------------------------------------------------
 - Data: K = inf (a fresh chain per sequence, rows i.i.d. ``Dirichlet(alpha)``, ``x_0`` from
   its stationary law; :func:`sim.papers.markov.task.fresh_sequences`), ``N + 1`` tokens per sequence.
 - Loss: the cross-entropy of the prediction of ``x_N`` from the context ``x_0..x_{N-1}``
@@ -119,6 +119,7 @@ class SAConfig:
             raise ValueError(f"SAConfig.init_std must be >= 0, got {self.init_std}")
 
     def as_dict(self) -> dict:
+        """Every field as plain data."""
         return dataclasses.asdict(self)
 
 
@@ -203,8 +204,9 @@ class SATransformer(nn.Module):
         return cache["layer1.out"]
 
     def key_match(self, x: Tensor) -> Tensor:
-        """``<x_q, p_m>`` ``(S, B, T)`` for the last position's token ``q = x_{T-1}`` and every key
-        ``m``, in ``O(T)`` (the same numbers as ``forward``'s layer-2 scores divided by ``beta``)::
+        """The layer-2 match ``<x_q, p_m>`` ``(S, B, T)`` of the last position's token with every key, in ``O(T)``.
+
+        ``q = x_{T-1}``; these are the numbers of ``forward``'s layer-2 scores divided by ``beta``::
 
             learned: <x_q, p_m> = (c_m + (w_m - 1) 1[x_{m-1} = q]) / (m + w_m),
                      c_m = #{j <= m : x_j = q}, w_m = e^delta (m >= 1), w_0 = 1

@@ -21,7 +21,7 @@ uniform for ``C < 5`` (the mean over axis ``-2``, the rows, would be the station
 Here ``x_0 ~ mu_k`` for every ``C``.
 
 Strategies (predictions of ``x_{t+1}`` given ``x_0..x_t``; shape ``(n, T, C)``)
-------------------------------------------------------------------------------
+-------------------------------------------------------------------------------
 - ``G1`` in-context unigram, add-alpha: ``(c_t(b) + alpha) / (t + 1 + C alpha)`` with
   ``c_t(b) = #{s <= t : x_s = b}`` (the Bayes predictive of an i.i.d. sequence with a
   ``Dirichlet(alpha)`` prior on its law).
@@ -82,8 +82,11 @@ __all__ = [
     "crossing_step",
 ]
 
+#: G's four strategies (the module docstring defines each).
 GIBSON_STRATEGIES = ("G1", "G2", "M1", "M2")
+#: Edelman et al.'s three baselines, in the order training passes them.
 EDELMAN_STRATEGIES = ("uniform", "unigram", "bigram")
+#: Every strategy :func:`predict` knows.
 ALL_STRATEGIES = GIBSON_STRATEGIES + EDELMAN_STRATEGIES
 
 
@@ -412,6 +415,7 @@ class MarkovRunSpec:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "MarkovRunSpec":
+        """The spec from :meth:`as_dict`'s form; a key that is not a field is a ``ValueError`` naming it."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - known
         if unknown:
@@ -419,6 +423,7 @@ class MarkovRunSpec:
         return cls(**dict(d))
 
     def as_dict(self) -> dict:
+        """Every field as plain data (``betas`` and ``strategies`` as lists): a run's record stores it."""
         d = dataclasses.asdict(self)
         d["betas"], d["strategies"] = list(self.betas), list(self.strategies)
         return d
@@ -428,6 +433,7 @@ class MarkovRunSpec:
         return self.seed if self.chain_seed is None else self.chain_seed
 
     def model_config(self):
+        """The :class:`~sim.papers.markov.model.MarkovLMConfig` of this run's model (``C`` states, context ``N``)."""
         from sim.papers.markov.model import MarkovLMConfig
 
         return MarkovLMConfig(vocab=self.C, max_len=self.N, width=self.width, layers=self.layers, heads=self.heads,
@@ -573,7 +579,7 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
     """Train a :class:`sim.papers.markov.model.MarkovLM` on the K-chain task and return its record.
 
     One AdamW stage of :func:`sim.train.train` (decoupled weight decay on the linear maps'
-    matrices, :meth:`MarkovLM.decay_groups`; ``grad_clip``; loss
+    matrices, :meth:`~sim.papers.markov.model.MarkovLM.decay_groups`; ``grad_clip``; loss
     :func:`sim.papers.markov.fast.training_loss`), batches from :func:`batch_sampler`, dropout
     seeded through torch's global generator (restored afterwards), and train's evaluation
     hook at the steps of :func:`eval_schedule` (step 0 included): each evaluation records the

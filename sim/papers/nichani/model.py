@@ -118,6 +118,7 @@ class ReducedModel(nn.Module):
         return cls(A1, A2, t_eff=t_eff)
 
     def forward(self, tokens: Tensor) -> Tensor:
+        """The predicted law of the next token, probabilities ``(B, S)``, for ``tokens`` ``(B, T')``."""
         _check_tokens(tokens, self.T, self.S)
         B, T = tokens.shape
         X = F.one_hot(tokens, self.S).to(self.A2.dtype)  # (B, T, S)
@@ -249,6 +250,7 @@ class DisentangledTransformer(nn.Module):
         return h
 
     def forward(self, tokens: Tensor) -> Tensor:
+        """The readout ``W_O h_L[T'-1]`` ``(B, d_out)`` for ``tokens`` ``(B, T')``, no softmax."""
         return self.residual(tokens)[:, -1] @ self.W_O.T  # (B, d_out)
 
     def loss(self, tokens: Tensor, targets: Tensor | None = None, probs: Tensor | None = None) -> Tensor:

@@ -209,6 +209,7 @@ class ParentAttention:
         return bool(self.argmax_on_parent.all())
 
     def record(self) -> dict:
+        """The readout as records print it (masses rounded to 6 digits)."""
         return {"reading": self.reading, "positions": self.positions.tolist(), "parents": self.parents.tolist(),
                 "attention on parent": np.round(self.mass, 6).tolist(), "argmax key": self.argmax.tolist(),
                 "min": self.min, "mean": self.mean, "worst position": self.worst_position}
@@ -295,6 +296,7 @@ class HeadSplit:
         return len(set(a.tolist())) < a.size
 
     def record(self) -> dict:
+        """The split as records print it (masses rounded to 6 digits)."""
         return {"mass of head h on parent l": np.round(self.masses, 6).tolist(),
                 "parent taken by each head": self.assignment.tolist(),
                 "own mass": np.round(self.own_mass, 6).tolist(), "threshold": self.threshold,

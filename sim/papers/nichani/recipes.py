@@ -1,6 +1,6 @@
 """The N home's training recipes for the full disentangled transformer, as data: what N.E
-(:mod:`.claims.experiments`), N.K9's trained tier (:mod:`.claims.constructions_trained`) and the
-benchmarks train with.
+(:mod:`~sim.papers.nichani.claims.experiments`), N.K9's trained tier
+(:mod:`~sim.papers.nichani.claims.constructions_trained`) and the benchmarks train with.
 
 - :data:`N_RECIPE`: Nichani, Damian & Lee's recipe, from their reference code
   (``single_parent.py``; CLAIMS.md N.E): CatFormer heads [1, 1], all blocks from zero, plain
@@ -42,12 +42,14 @@ class Recipe:
     weight_decay: float = 0.0
 
     def stage(self) -> Stage:
+        """The recipe as one :class:`~sim.train.Stage` of :func:`sim.train.train`."""
         from sim.train import Stage  # torch loads only when a model trains
 
         return Stage(self.steps, self.lr, optimizer=self.optimizer,
                      schedule=self.schedule, weight_decay=self.weight_decay)
 
     def describe(self) -> str:
+        """The recipe in one line for reports: optimiser, learning rate, schedule, steps, batch, init."""
         init = "all blocks zero" if not self.init_scale else f"attention blocks N(0, {self.init_scale:g}^2), W_O zero"
         return (f"{self.name}: {'plain gradient descent' if self.optimizer == 'sgd' else 'Adam'}, lr {self.lr:g}, "
                 f"{self.schedule} schedule over {self.steps} steps, batch {self.batch}, {init}"

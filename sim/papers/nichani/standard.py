@@ -60,6 +60,7 @@ class _MLP(nn.Module):
         self.W2, self.b2 = nn.Parameter(W2.detach().clone()), nn.Parameter(b2.detach().clone())  # (d, n), (d,)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``relu(x W1^T + b1) W2^T + b2``, ``(B, T, d)``."""
         return torch.relu(x @ self.W1.T + self.b1) @ self.W2.T + self.b2  # (B, T, d)
 
 
@@ -138,6 +139,7 @@ class StandardTransformer(nn.Module):
         return self.mlps is None and not self.layer_norm
 
     def forward(self, tokens: Tensor) -> Tensor:
+        """The last position's readout, logits ``(B, d_out)``, for ``tokens`` ``(B, T')``."""
         _check_tokens(tokens, self.T, self.S)
         B, T = tokens.shape
         h = self.E.T[tokens] + self.P.T[:T]  # (B, T', d)

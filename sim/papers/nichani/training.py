@@ -94,9 +94,11 @@ class NTask:
         return np.flatnonzero(par >= 0)
 
     def key(self) -> tuple:
+        """What identifies the task in the model cache: ``S``, ``T``, the parents, ``alpha`` and the prior's spec."""
         return (self.S, self.T, self.parents, self.alpha, None if self.prior is None else self.prior.spec())
 
     def sampler(self, batch: int, *, seed: int, device: str = "cpu", wrong: str | None = None):
+        """The task's :func:`task_sampler`."""
         return task_sampler(self, batch, seed=seed, device=device, wrong=wrong)
 
 
@@ -114,13 +116,18 @@ class MultiParentTask:
         return len(self.parent_sets) - 1
 
     def key(self) -> tuple:
+        """What identifies the task in the model cache: ``S``, the parent sets and ``alpha``."""
         return ("multi", self.S, self.parent_sets, self.alpha)
 
     def sampler(self, batch: int, *, seed: int, device: str = "cpu", wrong: str | None = None):
+        """The task's :func:`multiparent_sampler`."""
         return multiparent_sampler(self.S, self.parent_sets, self.alpha, batch, seed=seed, device=device, wrong=wrong)
 
 
 class Batch(NamedTuple):
+    """One batch of N's task: the prompts, the target law of each prompt's next token, and the
+    matrices that drew them (shapes on the fields; ``B`` prompts of length ``T`` over ``S`` states)."""
+
     tokens: Tensor  # (B, T) int64
     probs: Tensor  # (B, S): the target law pi(s_T, .) (N's population form)
     pis: np.ndarray  # (B, S, S) float64, each prompt's matrix
@@ -275,7 +282,7 @@ def _first_layer(A_1: Tensor, tokens: Tensor, S: int, T_embed: int) -> Tensor:
 def last_position_logits(model: DisentangledTransformer, tokens: Tensor) -> Tensor:
     """``model(tokens)`` (the readout ``W_O h_L[T-1]``, ``(B, d_out)``) computed cheaply.
 
-    Layer 1 works on the one-hot input by gathers (:func:`_first_layer`); middle layers
+    Layer 1 works on the one-hot input by gathers (``_first_layer``); middle layers
     run in full with all heads batched; the last layer computes only the query row ``T-1``
     of its attention, the only row the readout sees. No hook points.
     """
@@ -331,6 +338,7 @@ def _cached(key, build):
 
 
 def clear_cache() -> None:
+    """Forget the trained models kept for reuse in this process (N.K4 reuses N.K1's)."""
     _CACHE.clear()
 
 

@@ -1,6 +1,6 @@
 """The W lemmas' search space for tightness (:mod:`sim.tightness`): every tree of a few nodes, every
 pair of positions, transition matrices with a floor on their entries. Shared by W.L2-W.L4 and the
-contraction bracket (:mod:`.information`) and W.T3 (:mod:`.dynamics`)."""
+contraction bracket (:mod:`~sim.papers.wei.claims.information`) and W.T3 (:mod:`~sim.papers.wei.claims.dynamics`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +16,7 @@ from sim.claims.inputs import default_root
 
 __all__ = ["RATIO_FLOOR", "TIGHT_SETTINGS", "tight_cases", "tight_optima", "w_polish", "root_vector"]
 
-#: Below this I(x_h; x_pa) a ratio of informations is mostly round-off (:func:`.information._ratio_roundoff` is
+#: Below this I(x_h; x_pa) a ratio of informations is mostly round-off (``claims.information._ratio_roundoff`` is
 #: 1e-6 there): margins and tightness objectives do not read it (they would climb toward rank-one pi).
 RATIO_FLOOR = 1e-6
 
@@ -56,7 +56,7 @@ def tight_optima(ctx: Context, value, *, sense: str, purpose: str, describe, cas
     and each end point steps to the best tree and pair of its dimension; each floor also starts
     from the previous (higher) floor's optimum, which is feasible at a lower floor.
     ``describe(pi, tree, *positions)`` is the witness, recomputed with the claim's own root law
-    (:func:`default_root`)."""
+    (:func:`~sim.claims.inputs.default_root`)."""
     s = ctx.settings
     cases = tight_cases(s) if cases is None else cases
     by_dim = {d: [c for c in cases if c[0] == d] for d in s["tight_dims"]}
@@ -81,7 +81,7 @@ def tight_optima(ctx: Context, value, *, sense: str, purpose: str, describe, cas
 
 def w_polish(floor: float) -> Polish:
     """Polish for the W lemmas' property cases ``(pi, tree, h, h', *rest)``: pi moves through
-    :func:`floored_rows` with every entry >= ``floor``; the tree, positions and the rest stay."""
+    :func:`~sim.tightness.floored_rows` with every entry >= ``floor``; the tree, positions and the rest stay."""
     def lift(x):
         pi, tree, *rest = x
         return (pi.shape[0], tuple(tree.parents.tolist()), *rest), floored_rows_inverse(np.maximum(pi, floor), floor)
@@ -94,6 +94,6 @@ def w_polish(floor: float) -> Polish:
 
 
 def root_vector(pi) -> np.ndarray:
-    """:func:`default_root` as an explicit law (the stationary one computed once, not per position)."""
+    """:func:`~sim.claims.inputs.default_root` as an explicit law (the stationary one computed once, not per position)."""
     root = default_root(pi)
     return stationary(pi) if root is None else root

@@ -207,6 +207,7 @@ class WeiTransformer(_WeiBase):
             raise ValueError(f"tokens must be integer (int64), got {tokens.dtype}")
 
     def forward(self, tokens: Tensor) -> Tensor:
+        """Log-probabilities ``(B, H-1, d)`` of ``x^{L+1}_{1..H-1}`` for ``tokens`` ``(B, L+1, H)``."""
         self._check_tokens(tokens)
         B, L, d = tokens.shape[0], self.L, self.d
         ctx = F.one_hot(tokens[:, :L, :].reshape(B, -1), d).to(self.W_OV.dtype)  # (B, L*H, d), n = l*H + h
@@ -299,6 +300,7 @@ class WeiContinuous(_WeiBase):
         return cls(w_H, w_L, W_KQ, W_OV)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Predictions ``(B, H-1, d)`` of ``x^{L+1}_{1..H-1}`` for ``x`` ``(B, L+1, H, d)``."""
         if x.ndim != 4 or x.shape[1:] != (self.L + 1, self.H, self.d):
             raise ValueError(f"x must have shape (B, L+1={self.L + 1}, H={self.H}, d={self.d}), got {tuple(x.shape)}")
         B, L = x.shape[0], self.L

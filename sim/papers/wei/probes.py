@@ -1,10 +1,10 @@
 """Mechanism probes for W's two-layer transformer (Wei et al., sections 3-5; claims W.E1, W.E2, W.P2).
 
-Every probe reads a trained :class:`sim.models.WeiTransformer` (or :class:`WeiContinuous`)
-through its named hook points (``layer1.pattern`` ``(B, K, H, L*H)``, ``layer2.pattern``
-``(B, H, H)``) or its parameters, and returns plain numbers or numpy arrays. Indices are
-0-based as in :mod:`sim.papers.wei.model`: context examples ``l = 0..L-1``, the target is example
-``L``, layer-1 keys are flattened as ``n = l*H + h_j``.
+Every probe reads a trained :class:`~sim.papers.wei.model.WeiTransformer` (or
+:class:`~sim.papers.wei.model.WeiContinuous`) through its named hook points (``layer1.pattern``
+``(B, K, H, L*H)``, ``layer2.pattern`` ``(B, H, H)``) or its parameters, and returns plain numbers
+or numpy arrays. Indices are 0-based as in :mod:`sim.papers.wei.model`: context examples
+``l = 0..L-1``, the target is example ``L``, layer-1 keys are flattened as ``n = l*H + h_j``.
 
 Mechanisms are detection patterns (DESIGN principle 5): a mechanism gives a 0/1 pattern
 matrix over (query, key), and a probe scores the attention mass on it.
@@ -155,6 +155,7 @@ class CopierReport:
         return float(self.score.min())
 
     def as_dict(self) -> dict:
+        """The report as plain data (scores rounded to 6 digits)."""
         return {"example_of_head": self.example.tolist(), "score_of_head": [round(float(v), 6) for v in self.score],
                 "mean_score_of_head": [round(float(v), 6) for v in self.mean_score], "covered": self.covered,
                 "n_covered": self.n_covered, "L": self.L}

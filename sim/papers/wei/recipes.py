@@ -1,5 +1,5 @@
-"""The W home's training recipe, as data: how W.E1, W.E2 (:mod:`.claims.trained`) and W.P2's
-trained tier (:mod:`.claims.continuous_trained`) train W's two-layer transformer.
+"""The W home's training recipe, as data: how W.E1, W.E2 (:mod:`~sim.papers.wei.claims.trained`) and W.P2's
+trained tier (:mod:`~sim.papers.wei.claims.continuous_trained`) train W's two-layer transformer.
 
 Wei et al. (How Transformers Learn Causal Structures In-Context, seed 000) give no training
 recipe beyond the initialisation note of section 9 (line 255: "the middle entry of w^H starts
@@ -74,6 +74,8 @@ class WRecipe:
         return dataclasses.replace(base, **fields) if base is not None else cls(**fields)
 
     def config(self, seed: int):
+        """The recipe as a :class:`~sim.train.TrainConfig` with data seed ``seed``: stage 1 trains every parameter
+        (weight decay on ``W_KQ``), stage 2 ``W_KQ`` and ``W_OV``; a stage of 0 steps is left out."""
         from sim.train import Stage, TrainConfig
 
         stages = []
@@ -85,6 +87,7 @@ class WRecipe:
         return TrainConfig(stages=tuple(stages), seed=int(seed), log_every=self.log_every)
 
     def describe(self) -> str:
+        """The recipe in one line for reports: init, then each stage's steps, batch, parameters and optimiser."""
         init = (f"offset-0 entry of w_H +{self.wH0:g}, w_L a random one-to-one preference +{self.perm_bias:g}"
                 if self.wL_init == "permutation" else f"offset-0 entry of w_H +{self.wH0:g}, w_L i.i.d.")
         return (f"init N(0, {self.init_scale:g}^2), {init}; stage 1: {self.steps1} steps x {self.batch1} prompts, "

@@ -1,8 +1,9 @@
 """W's tasks, as far as more than one claim samples them.
 
 W Prop 2's continuous task embeds each token through an orthogonal ``A`` (W.P2's assumption);
-the discrete task's sampler is :func:`sim.sampling.sample_w_batch`, shared with the Monte
-Carlo checks, and the trained claims' task is in :mod:`sim.papers.wei.training`.
+the discrete task's sampler is :func:`sim.sampling.sample_w_prompts` (torch twin
+:func:`sim.sampling.sample_w_prompts_torch`), shared with the Monte Carlo checks, and the
+trained claims' task is in :mod:`sim.papers.wei.training`.
 """
 from __future__ import annotations
 

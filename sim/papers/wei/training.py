@@ -1,7 +1,8 @@
 """Training and evaluating W's two-layer transformer for the trained claims (W.E1, W.E2 in
-:mod:`.trained`; W.P2's trained tier in :mod:`.continuous_trained`): the task, one run, its
-jobs on the grid runner, and the statistics over seeds. The training recipe, and
-why it is what it is, is :class:`sim.papers.wei.recipes.WRecipe`.
+:mod:`~sim.papers.wei.claims.trained`; W.P2's trained tier in
+:mod:`~sim.papers.wei.claims.continuous_trained`): the task, one run, its jobs on the grid runner,
+and the statistics over seeds. The training recipe, and why it is what it is, is
+:class:`sim.papers.wei.recipes.WRecipe`.
 
 The task (W sections 1-3; CLAIMS conventions, 0-based positions)
 ------------------------------------------------------------------
@@ -104,7 +105,8 @@ class WTask:
 
 
 def init_wei_model(d: int, L: int, H: int, recipe: WRecipe, *, generator, continuous: bool = False):
-    """A :class:`WeiTransformer` (or :class:`WeiContinuous`) with the recipe's init, on ``generator.device``."""
+    """A :class:`~sim.papers.wei.model.WeiTransformer` (or :class:`~sim.papers.wei.model.WeiContinuous`) with the
+    recipe's init, on ``generator.device``."""
     import torch
 
     from sim.papers.wei.model import WeiContinuous, WeiTransformer
@@ -291,6 +293,7 @@ OUTCOME_VERDICT = {Outcome.HELD: "PASS", Outcome.VIOLATED: "FAIL", Outcome.UNDEC
 
 
 def combine_outcomes(outcomes: Sequence[Outcome]) -> Outcome:
+    """VIOLATED if any is, else UNDECIDED if any is, else HELD (all must hold)."""
     if Outcome.VIOLATED in outcomes:
         return Outcome.VIOLATED
     if Outcome.UNDECIDED in outcomes:
@@ -313,6 +316,7 @@ def strictly_above(num: Number, threshold: float, z: float) -> Outcome:
 
 
 def task_assumptions(pis: Sequence[np.ndarray], kind: str) -> list[Assumption]:
+    """The trained tiers' assumptions: W's task (``kind == "w"``) and ``pi > 0`` entrywise on every seed's ``pi``."""
     zero = [k for k, pi in enumerate(pis) if np.any(np.asarray(pi) <= 0)]
     return [Assumption("W's task: one random recursive tree per prompt, shared by the L examples and the target",
                        kind == "w", f"task = {kind!r}"),
@@ -353,6 +357,8 @@ def run_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
 
 def train_seeds(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
                  task_kind: str | None = None) -> list[WRun]:
+    """Train ``n_seeds`` models of part ``part`` of the claim (settings ``s`` under ``prefix``: ``d, L, H``, the
+    recipe, ``n_eval``): each on its own ``pi`` from the prior and its own seeds, through :func:`run_jobs`."""
     d, L, H = s[f"{prefix}d"], s[f"{prefix}L"], s[f"{prefix}H"]
     recipe = WRecipe.from_settings(s, prefix)
     kind = task_kind or s.get("task", "w")

@@ -1,4 +1,4 @@
-"""User-defined claims, written the way a researcher would (README, "Your own claims").
+"""User-defined claims, written the way a researcher would (docs/tutorials/own-claims.md).
 
 Used by the tests: loaded with ``icl-verify run --plugin tests/sim/data/user_claims.py``.
 ``USER.MEAN`` checks a Monte Carlo mean against its exact value; ``USER.SLOW*`` take a

@@ -1,4 +1,4 @@
-"""A user's own prior-dependent claim, written the way a researcher would (README, "Auditing a prior").
+"""A user's own prior-dependent claim, written the way a researcher would (docs/tutorials/prior.md).
 
 Loaded with ``icl-verify prior SPEC --plugin tests/sim/data/user_prior_claims.py``. It draws
 its matrices through ``sim.claims.inputs.draw_matrices`` and ``sim.claims.base.matrices_strategy``,

@@ -6,8 +6,8 @@
   ``beta1, beta2 -> inf``, *approximates* the empirical transition estimator along the DAG's edges.
 - N.K9 (N Knowl 9 / Appendix B): with ``k`` first-layer heads the construction approximates the
   multi-parent (n-gram) estimator. Whether a trained ``k``-head model splits the parents across its
-  heads (:mod:`.constructions_trained`) is the catalogue's reading, not Knowl 9's (a construction):
-  a finding of the montecarlo tier.
+  heads (:mod:`~sim.papers.nichani.claims.constructions_trained`) is the catalogue's reading, not
+  Knowl 9's (a construction): a finding of the montecarlo tier.
 
 The primary reading of N.K8 and N.K9 is decided by two tiers together:
 
@@ -17,7 +17,7 @@ The primary reading of N.K8 and N.K9 is decided by two tiers together:
   proven bound (:func:`limit_bound`) plus float64 round-off, and that bound is below ``1e-9`` at
   the largest ``beta``;
 - ``montecarlo``: the limit's mean total variation to the estimator, over the prompts of N's task
-  where the estimator is defined, goes to 0 as ``T`` grows (:func:`_rate_in_T`).
+  where the estimator is defined, goes to 0 as ``T`` grows (``_rate_in_T``).
 
 Findings, never deciding: the exact identity (Knowl 8 step 3 writes ``f = hat pi``; Knowl 9
 "computes"), with its measured cause; the repaired construction (``strict=True``, another

@@ -1,6 +1,6 @@
 """The trained tier of N.K9: a disentangled transformer with two first-layer heads, trained on
 a two-parent task, splits the parents across its heads. The claim itself is in
-:mod:`.constructions`, which imports this module only when the trained tier runs.
+:mod:`~sim.papers.nichani.claims.constructions`, which imports this module only when the trained tier runs.
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ __all__ = ["K9_TRAINED_DEFAULTS", "n_k9_trained_tier"]
 
 # T = 8: at T = 12 the same recipe (2,000 steps, init 0.01 or 0.1) left both heads diffuse (mass ~0.2 on
 # either parent); at T = 8 the heads split by 1,000 steps (own-parent mass 0.63, loss within 0.02 of Bayes).
+#: The trained tier's settings when the profile does not give them: the task (``S``, ``T``, the graph,
+#: ``alpha``), seeds, evaluation and probe sizes, and the training recipe.
 K9_TRAINED_DEFAULTS = {"trained_S": 3, "trained_T": 8, "trained_graph": "ngram", "trained_seeds": 2,
                        "trained_alpha": N_ALPHA, "trained_n_eval": 4096, "trained_n_probe": 1024,
                        "trained_recipe": {"name": "Adam from a small random start (N's multi_parent.ipynb uses AdamW)",

@@ -6,13 +6,13 @@ The primary reading (the one that decides), as N measures it
 ------------------------------------------------------------
 Per trained model (one graph, one training seed), N's own per-graph number
 (``many_graphs.ipynb``): the first layer's position block read as N reads it,
-``S(A1_pos,pos) = softmax(MASK(A^(1)[S:, S:]))``, averaged over the non-root positions,
+``S(A1_pos,pos) = softmax(MASK(A^(1)[S:, S:]))``, averaged over the non-root positions::
 
     m = (1/|E|) sum_{i non-root} S(A1_pos,pos)[i, p(i)],
 
 and the loss against the Bayes loss ``B`` of the task, as the fraction of the gap from the
 loss at initialisation (``W_O = 0`` outputs the uniform law: ``log S``) to ``B`` that
-training closes,
+training closes::
 
     c = (log S - L_model) / (log S - B).
 
@@ -157,6 +157,8 @@ class FamilyOutcome:
     margin: float
 
     def record(self) -> dict:
+        """The outcome as the report prints it: the family, the criterion, the outcome, mean, standard error,
+        per-model values, training seeds and threshold."""
         return {"graph family": self.graph, "criterion": self.criterion, "outcome": self.outcome.value,
                 "mean over trained models": self.mean, "standard error": self.stderr, "trained models": self.n,
                 "per model": [round(float(v), 6) for v in self.values], "training seeds": list(self.seeds),
@@ -244,6 +246,9 @@ def _e_prior_alpha(ctx: Context) -> tuple[Prior | None, float, bool]:
 
 
 def model_probs(model, x: np.ndarray, device: str, chunk: int = 4096) -> np.ndarray:
+    """The model's predicted law of the next token, the ``softmax`` of
+    :func:`~sim.papers.nichani.training.last_position_logits`, ``(n, S)`` float64 for prompts ``x``
+    ``(n, T)``, ``chunk`` prompts at a time."""
     out = []
     with torch.no_grad(), torch_threads(1):
         for lo in range(0, len(x), chunk):
@@ -300,7 +305,7 @@ def _e_job_key(job: Mapping[str, Any]) -> tuple:
 
 def run_e_job(job: Mapping[str, Any]) -> dict:
     """Train one model on one graph and read it out against the baselines, from the plain
-    arguments :func:`_e_jobs` builds (module level: a worker process runs it). ``job``: ``graph``
+    arguments ``_e_jobs`` builds (module level: a worker process runs it). ``job``: ``graph``
     (its name), ``parents`` (a list, ``-1`` for roots), ``seed`` (training), ``eval_seed``,
     ``bayes_seed``, ``S``, ``T``, ``n_eval``, ``n_probe``, ``n_bayes``, ``is_samples``, ``recipe``,
     ``prior`` (its spec; None: N's Dirichlet(alpha) rows), ``alpha``, ``bayes_ok``, ``wrong``,

@@ -81,6 +81,7 @@ class FinitePrior(Finite):
         return self.d
 
     def record(self) -> dict:
+        """How the prior was built, as records print it: base atoms, construction, balancing atom, atoms."""
         return {"prior": self.label, "S": self.S, "base atoms (before symmetrisation)": [record_matrix(p) for p in self.base],
                 "construction": "orbit of the base atoms under all S! simultaneous relabellings, equal weights"
                                 + ("" if self.balance_atom is None else
@@ -151,6 +152,7 @@ class PriorFacts:
     construction: str = ""
 
     def record(self) -> dict:
+        """The facts as records print them, with how each was decided and how many candidates were left out."""
         n = self.structure["irreducible"].size if self.structure else 0
         return {"user prior": self.spec, "S": self.S, "construction": self.construction,
                 "prior ess inf min pi": self.entry_infimum, "prior permutation-symmetric": self.symmetric,

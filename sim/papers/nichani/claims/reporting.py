@@ -1,5 +1,6 @@
 """Numbers across training seeds, and the small pieces every trained claim of N shares
-(:mod:`.trained` N.K1/N.K4, :mod:`.experiments` N.E, :mod:`.constructions_trained` N.K9's
+(:mod:`~sim.papers.nichani.claims.trained` N.K1/N.K4, :mod:`~sim.papers.nichani.claims.experiments` N.E,
+:mod:`~sim.papers.nichani.claims.constructions_trained` N.K9's
 trained tier). Every trained number is the mean ± standard error across seeds, with the
 per-seed values and seeds in its note.
 """
@@ -30,6 +31,8 @@ def across_seeds(values: Sequence[float]) -> tuple[float, float]:
 
 def trained_number(name: str, values: Sequence[float], seeds: Sequence[int], note: str = "",
                     tolerance: float | None = None) -> Number:
+    """A ``trained`` :class:`~sim.verdict.Number`: the mean of ``values`` over seeds with its standard error
+    (:func:`across_seeds`, ``df = n - 1``), each seed's value in the note."""
     m, se = across_seeds(values)
     per = ", ".join(f"{v:.4g} (seed {s})" for v, s in zip(values, seeds))
     return Number(name, m, se, n=len(values), tolerance=tolerance, kind="trained", df=len(values) - 1,
@@ -43,6 +46,7 @@ def claim_graph(name: str, T: int, ctx: Context, tag: str) -> np.ndarray:
 
 
 def pyplot():
+    """``matplotlib.pyplot`` on the ``Agg`` backend (files only, no display); matplotlib loads on first use."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,12 +1,13 @@
 """N's trained claims on the reduced model: N.K1 (two-stage gradient descent recovers the graph
 and approaches L*) and N.K4 (out of distribution), plus the N.K10
 placeholder (decided by the prior audit, ``icl-verify prior``). N.E is in
-:mod:`.experiments`, N.K9's trained tier in :mod:`.constructions_trained`.
+:mod:`~sim.papers.nichani.claims.experiments`, N.K9's trained tier in
+:mod:`~sim.papers.nichani.claims.constructions_trained`.
 
-Training lives in :mod:`.training` (samplers, the fast readout, recipes, a per-process cache so
-N.K4 reuses N.K1's models); the probes in :mod:`sim.papers.nichani.probes`; the Bayes baselines in
-:mod:`sim.papers.nichani.task`. Every trained number is reported per seed and as mean ± standard
-error across seeds, next to its baseline. Torch runs on ``ctx.device`` (``cpu`` or ``cuda``).
+Training lives in :mod:`~sim.papers.nichani.training` (samplers, the fast readout, recipes, a
+per-process cache so N.K4 reuses N.K1's models); the probes in :mod:`sim.papers.nichani.probes`;
+the Bayes baselines in :mod:`sim.papers.nichani.task`. Every trained number is reported per seed
+and as mean ± standard error across seeds, next to its baseline. Torch runs on ``ctx.device`` (``cpu`` or ``cuda``).
 
 Each deciding check is a pure function of measurements (:func:`k1_decision`, :func:`k4_decision`)
 that runs on the trained models and, unchanged, on negative controls: hand-built models on a
@@ -264,7 +265,7 @@ def k1_decision(first: Sequence[Estimate], last: Sequence[Estimate], T0: int, T1
     The excess over L* beyond the perturbation's own shift,
     ``D(T) = [L_eps(f) - L*] - [L_eps(pi) - L*] = L_eps(f) - L_eps(pi)``, ``eps = T^-1/2``, paired
     per prompt, must decay towards 0: ``D(T1) <= factor * D(T0)`` with margin ``z`` standard
-    errors (seeds' spread and prompts, :func:`_pooled_parts`), read with the Student-t quantile
+    errors (seeds' spread and prompts, ``_pooled_parts``), read with the Student-t quantile
     at the Welch-Satterthwaite degrees of freedom (:func:`sim.verdict.welch_df`: few seeds give a
     wide margin). A plateau above ``factor * D(T0)``
     fails; a power law ``b T^-c`` passes when ``(T1/T0)^-c < factor``.
@@ -282,7 +283,7 @@ def k1_decision(first: Sequence[Estimate], last: Sequence[Estimate], T0: int, T1
                     + ("" if df is None else f" (Student-t, {df:.1f} degrees of freedom)"))
 
 
-#: N.K1's controls: (name, wrong mechanism); built per T in :func:`_k1_trained`.
+#: N.K1's controls: (name, wrong mechanism); built per T in ``_k1_trained``.
 K1_CONTROLS = (("prompt unigram: A1 = true adjacency, A2 = 0",
                 "layer 2 ignores the query: predicts the prompt's unigram (-> mu_pi), not pi(.|s_T)"),
                ("uniform predictor: f = 1/S", "ignores the prompt"),
@@ -578,10 +579,11 @@ def quantile_slope(errors: Mapping[int, Sequence[np.ndarray]], *, q: float, rng:
     ``errors[T]`` holds one array of per-prompt errors per model (training seed), all models
     on the same prompts. Per model, ``slope_m`` is the least-squares slope of
     ``log quantile_q(errors[T][m])`` on ``log T``; ``slope`` is their mean. Its standard error adds
-    in quadrature the models' spread (:func:`across_seeds`) and the prompts' (a bootstrap of
-    each T's prompts, one resample shared by the models, ``n_boot`` resamples). ``quantiles`` is
-    the mean over models at each T (ascending T). ``df``: the Welch-Satterthwaite degrees of
-    freedom of that standard error (the models' part has ``n - 1``; the bootstrap's is known well).
+    in quadrature the models' spread (:func:`~sim.papers.nichani.claims.reporting.across_seeds`) and
+    the prompts' (a bootstrap of each T's prompts, one resample shared by the models, ``n_boot``
+    resamples). ``quantiles`` is the mean over models at each T (ascending T). ``df``: the
+    Welch-Satterthwaite degrees of freedom of that standard error (the models' part has ``n - 1``;
+    the bootstrap's is known well).
     """
     Ts = sorted(errors)
     xc = np.log(np.asarray(Ts, dtype=np.float64))
@@ -619,7 +621,7 @@ def k4_decision(slope: float, stderr: float, T0: int, T1: int, *, q: float, z: f
                     + ("" if df is None else f" (Student-t, {df:.1f} degrees of freedom)"))
 
 
-#: N.K4's controls: (name, wrong mechanism); built per T in :func:`_k4_trained`.
+#: N.K4's controls: (name, wrong mechanism); built per T in ``_k4_trained``.
 K4_CONTROLS = (("prompt unigram: A1 = true adjacency, A2 = 0",
                 "layer 2 ignores the query: error -> sup |mu - pi~(.|s_T)| (about 0.41 on average), not 0"),
                ("uniform predictor: f = 1/S", "ignores the prompt: error sup |1/S - pi~(.|s_T)| at every T"),
@@ -821,7 +823,7 @@ N_K10 = Claim(
     checks={},
     settings={},
     decided_by="quick",
-    pending="decided by the prior audit: `icl-verify prior SPEC` (see README, Auditing a prior)",
+    pending="decided by the prior audit: `icl-verify prior SPEC` (see docs/tutorials/prior.md)",
     primary=PrimaryReading(
         statement=("The guarantees require, for a gamma > 0: min pi(s'|s) > gamma/S almost surely; sum_s ||pi(.|s) - "
                    "mu_pi||^2 >= gamma^2/S; permutation symmetry with E[pi] = 11^T/S; root fraction |R|/T <= 1 - "

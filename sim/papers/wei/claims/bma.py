@@ -13,6 +13,8 @@ from sim.claims.base import (Claim, Context, InstanceCheck, PrimaryReading, Sour
                     summarize_instances)
 from sim.claims.inputs import record_matrix, w_instances
 
+__all__ = ["BMA_TOL", "L1_PRIOR", "W_L1", "W_P1", "CLAIMS"]
+
 #: Agreement demanded between the closed form and brute-force Bayes (issue #2 acceptance): far
 #: above the round-off of both (~1e-15, log-sum-exp over <= 720 trees), far below a real error;
 #: a closed form off by 3e-10 FAILs (tests/papers/wei/test_wei_bma.py).

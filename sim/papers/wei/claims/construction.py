@@ -28,6 +28,8 @@ from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outc
 from sim.claims.base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from sim.claims.inputs import draw_matrices, record_matrix
 
+__all__ = ["attention_error_bound", "decide_tv_limit", "attention_mixture", "W_T1", "CLAIMS"]
+
 _ASSUMPTIONS = ("min pi > 0 (log pi finite)",)
 #: Below this the attention error is float64 round-off, not the copy error: left out of the rate fit.
 _ROUNDOFF_FLOOR = 1e-13

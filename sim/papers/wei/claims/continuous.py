@@ -19,6 +19,8 @@ from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outc
                         tier_verdict)
 from sim.claims.base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 
+__all__ = ["ORTHO_TOL", "IDENTITY_RTOL", "decide_gap", "W_P2", "CLAIMS"]
+
 _ASSUMPTIONS = ("A orthogonal", "0 < |rho| < 1")
 ORTHO_TOL = 1e-8
 IDENTITY_RTOL = 1e-9

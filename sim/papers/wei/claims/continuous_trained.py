@@ -1,6 +1,6 @@
 """The trained tier of W.P2 (continuous inputs, W section 8): W's continuous transformer
 trained on Gaussian chains along random recursive trees, its parent-selection accuracy
-against the Gaussian BMA posterior across L. The claim itself is in :mod:`.continuous`,
+against the Gaussian BMA posterior across L. The claim itself is in :mod:`~sim.papers.wei.claims.continuous`,
 which imports this module only when the trained tier runs (torch stays unloaded otherwise).
 """
 from __future__ import annotations
@@ -19,7 +19,8 @@ from sim.papers.wei.recipes import W_P2_RECIPE, WRecipe
 from sim.papers.wei.training import (combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, strictly_above,
                        threads_for)
 
-__all__ = ["ContinuousTask", "gaussian_bma_posterior_torch", "w_p2_trained_tier", "decide_w_p2_trained", "P2_CONTROLS"]
+__all__ = ["ContinuousTask", "gaussian_bma_posterior_torch", "w_p2_trained_tier", "decide_w_p2_trained", "P2_CONTROLS",
+           "UNTRAINED_INITS", "TRAINED_FRACTION", "loss_gap_closed"]
 
 
 @dataclass
@@ -44,6 +45,8 @@ class ContinuousTask:
         return self._A.shape[0]
 
     def draw(self, gen, B: int):
+        """``B`` prompts from the torch generator ``gen``: ``(x, parents)``, ``x`` ``(B, L+1, H, d)``,
+        ``parents`` ``(B, H)``."""
         import torch
 
         L, H, d = self.L, self.H, self.d
@@ -59,6 +62,8 @@ class ContinuousTask:
         return x, par
 
     def sampler(self, recipe: WRecipe):
+        """``sample(gen, step) -> x`` for :func:`sim.train.train`: the recipe's batch size of the stage
+        that ``step`` is in."""
         def sample(gen, step):
             return self.draw(gen, recipe.batch1 if step < recipe.steps1 else recipe.batch2)[0]
 
@@ -82,7 +87,7 @@ def gaussian_bma_posterior_torch(context, A, rho: float):
 
 
 def w_p2_trained_tier(ctx: Context) -> TierResult:
-    """W.P2, trained part: :class:`WeiContinuous` (same recipe as W.E1, mean-squared error) trained
+    """W.P2, trained part: :class:`~sim.papers.wei.model.WeiContinuous` (same recipe as W.E1, mean-squared error) trained
     on the continuous system at each ``L`` of a grid; its parent selection (argmax of layer-2
     attention, positions ``h >= 2``) against the BMA posterior's on the same fresh prompts.
 
@@ -154,7 +159,8 @@ def decide_w_p2_trained(gaps: dict[int, list[np.ndarray]], seeds: list[int], z: 
     selection minus the model's (same prompts, paired).
 
     Conclusion: the gap is positive at the smallest ``L`` and smaller at the largest, both strictly
-    and beyond ``z`` s.e. (:func:`strictly_above`). Returns ``(outcome, {L: gap Number}, shrink Number, line)``."""
+    and beyond ``z`` s.e. (:func:`~sim.papers.wei.training.strictly_above`). Returns
+    ``(outcome, {L: gap Number}, shrink Number, line)``."""
     from sim.montecarlo import mean_estimate
 
     Ls = sorted(gaps)

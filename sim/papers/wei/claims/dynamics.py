@@ -29,6 +29,8 @@ from sim.claims.base import (Claim, Context, InstanceCheck, PrimaryReading, Sour
 from sim.claims.inputs import Instance, default_root, default_root_name, draw_matrices, record_matrix, w_instances
 from sim.papers.wei.extremes import RATIO_FLOOR, root_vector, tight_optima, w_polish
 
+__all__ = ["LOGITS_WITNESS", "UNIFORM_ROOT_WITNESS", "ROUNDOFF", "IDENTITY_TOL", "decide_gradient", "W_T3", "CLAIMS"]
+
 #: The second is W's unstated assumption (see the module docstring and :func:`_stationary_root_finding`).
 _ASSUMPTIONS = ("uniform layer-2 attention (W = 0)", "stationary root (every marginal = mu_pi)", "min pi > 0",
                 "I(x_h; x_pa(h)) > 0")
@@ -340,13 +342,13 @@ def decide_gradient(g, exact, claimed, z: float, seed: int, sign: float = 1.0, r
     """The Monte Carlo tier's deciding check on per-sample gradients ``g`` ``(B, H, H)`` (``g[:, h, h']``
     = ``-dl/dscore[h, h']``) against the exact ``G`` of the claimed tree (``exact[h]``, length h) and
     the index claimed largest at each position (``claimed[h]``, pa(h) by default; ``sign`` as in
-    :func:`_margin`).
+    ``_margin``).
 
     - agreement: every entry's MC mean is within ``z_b`` s.e. (plus round-off) of the exact ``G``,
       ``z_b`` the Bonferroni z for the ``m`` entries at the family-wise level of ``z``;
     - argmax at the claimed index: for every ``h >= 2`` and competitor ``k != pa(h)``, the paired MC
       margin ``sign E[g[h, pa] - g[h, k]] > required[h]`` (0 by default; ``lead * unit`` for a sharpened
-      claim, :func:`_margin`) beyond ``z_b'`` s.e. (Bonferroni over the pairs); a significant shortfall,
+      claim, ``_margin``) beyond ``z_b'`` s.e. (Bonferroni over the pairs); a significant shortfall,
       or an exact tie (margin at the requirement with no spread), is a violation.
 
     Returns ``{"outcome", "worst_t", "z_b", "worst", "margins": {h: Estimate}, "outcome_agree",

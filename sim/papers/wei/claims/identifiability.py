@@ -46,13 +46,16 @@ from sim.claims.base import Claim, Context, InstanceCheck, PrimaryReading, Sourc
 from sim.claims.inputs import UNIFORM_FALLBACK as UNIFORM_NAME
 from sim.claims.inputs import default_root, draw_matrices, prior_for, record_matrix, w_instances
 
+__all__ = ["TIE_RTOL", "LATTICE_MAX_DENOMINATOR", "WINDOWS_T", "LOGP_RTOL", "SUPPORT_BUDGET", "decide_rate", "W_T2",
+           "CLAIMS"]
+
 _ASSUMPTIONS = ("min pi > 0", "I(x_h; x_pa(h)) > 0")
 #: ``S_L`` counts as ``>= 0`` above ``-TIE_RTOL * L * max|Z|`` (exact ties come out as +-1e-16).
 TIE_RTOL = 1e-9
 #: Largest denominator tried when deciding whether the atoms of Z lie on a lattice.
 LATTICE_MAX_DENOMINATOR = 64
 #: Where the granularity of the support of ``S_L`` is measured: ``[0, c / t*]`` for each ``c`` (the
-#: band of :func:`_band` takes the best; the last one leaves ``e^{-c} = 2^-52`` of the weight outside).
+#: band of ``_band`` takes the best; the last one leaves ``e^{-c} = 2^-52`` of the weight outside).
 WINDOWS_T = (1.0, 2.0, 4.0, 8.0, 16.0, 52 * math.log(2))
 #: Relative float64 round-off allowed on an exactly computed ``log P`` (sums of ~L k terms).
 LOGP_RTOL = 1e-12
@@ -196,7 +199,7 @@ def _atom_gap(v) -> float:
     return float(np.diff(f).max()) if f.size > 1 else math.inf
 
 
-#: Largest number of distinct sums :func:`_support_gap_bound` keeps (cost only: stopping earlier
+#: Largest number of distinct sums ``_support_gap_bound`` keeps (cost only: stopping earlier
 #: gives a looser, still valid, bound).
 SUPPORT_BUDGET = 200_000
 
@@ -621,11 +624,11 @@ def _rate_check(measured, se, claimed, model_tol, z, resolution):
 
 def decide_rate(Lis, ests, corr, claimed, law, z, resolution) -> dict:
     """The Monte Carlo tier's deciding check: the decay rate measured from error estimates
-    ``ests[L]`` (an :class:`Estimate` per L) against the exponent under test.
+    ``ests[L]`` (an :class:`~sim.montecarlo.Estimate` per L) against the exponent under test.
 
-    Fit ``log(P/corr) + log(L)/2 = c - rate L`` by weighted least squares (:func:`_wls_rate`; ``corr``
+    Fit ``log(P/corr) + log(L)/2 = c - rate L`` by weighted least squares (``_wls_rate``; ``corr``
     divides out the lattice factor of the prefactor); VIOLATED when ``|rate - claimed|`` exceeds
-    ``z`` s.e. plus the fit's bias bound (:func:`_fit_bias_bound` from the law ``(v, p, lattice)`` of
+    ``z`` s.e. plus the fit's bias bound (``_fit_bias_bound`` from the law ``(v, p, lattice)`` of
     the hardest pair); HELD when within it and that error resolves the exponent to ``resolution``;
     UNDECIDED otherwise, or when fewer than two estimates are positive. It runs on BMA's error and
     on every control predictor's error alike.

@@ -18,6 +18,8 @@ from sim.claims.inputs import default_root, record_matrix, w_instances
 from sim.papers.wei.extremes import RATIO_FLOOR, TIGHT_SETTINGS, root_vector, tight_optima, w_polish
 from sim.tightness import Tightness, floored_rows, floored_rows_inverse, optimise, report_tightness
 
+__all__ = ["ROUNDOFF", "W_L2", "W_L3", "W_L4", "CLAIMS"]
+
 ROUNDOFF = 1e-12
 
 # Instances per profile, shared by W.L2-W.L4 (W.L2 adds its symbolic tier); tightness settings in

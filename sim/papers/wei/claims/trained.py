@@ -20,7 +20,8 @@ from sim.papers.wei.recipes import WRecipe
 from sim.papers.wei.training import (OUTCOME_VERDICT, WRun, WTask, combine_outcomes, evaluate_wei, init_wei_model, run_jobs,
                        run_record, seed_number, strictly_above, task_assumptions, threads_for, train_seeds)
 
-__all__ = ["extend_to_L", "decide_w_e1", "row_error_gauge_prediction", "E1_CONTROLS", "W_E1", "W_E2", "CLAIMS"]
+__all__ = ["extend_to_L", "decide_w_e1", "row_error_gauge_prediction", "COPIER_MAJORITY", "E1_CONTROLS", "W_E1", "W_E2",
+           "CLAIMS"]
 
 FALLS = "loss falls as test L' grows"
 
