@@ -329,6 +329,7 @@ class Corpus:
     def __init__(self, root: Path, config):
         self.root = Path(root)
         self.run_id, self.profile, self.seed, self.prior = config.run_id, config.profile, config.seed, config.prior
+        self._plugins, self._z = tuple(config.plugins), config.z
         #: What the person running should hear about, once each: a folder that cannot be written, a
         #: file that cannot be read.
         self.warnings: list[str] = []
@@ -387,6 +388,16 @@ class Corpus:
                                     f"another prior were not replayed (this run draws from {prior})"))
         return first, notes
 
+    def _reproduce(self, claim_id: str) -> str:
+        """The command that finds the counterexample again: the same claim, profile, seed and
+        prior, the plugin files the claim may come from, and a margin other than the default."""
+        from sim.verdict import Z_DEFAULT
+
+        command = f"icl-verify {'run' if self.prior is None else 'prior ' + _quote(self.prior)} --claims " \
+                  f"{claim_id} --profile {self.profile} --seed {self.seed}"
+        command += "".join(f" --plugin {_quote(str(p))}" for p in self._plugins)
+        return command + (f" --z {self._z:g}" if self._z != Z_DEFAULT else "")
+
     def store(self, claim, tier: str, *, reading: str, record: dict, example: Any = None, replayable: bool = True,
               tier_seed: int | None = None) -> dict:
         """Write a FAIL's counterexample; returns the note for the tier. With ``replayable`` the
@@ -408,8 +419,7 @@ class Corpus:
             doc["not_replayable_because"] = why
         doc["record"] = to_jsonable(record)
         doc["found"] = {**self._stamp(), "profile": self.profile, "seed": self.seed, "tier_seed": tier_seed}
-        doc["reproduce"] = (f"icl-verify {'run' if self.prior is None else 'prior ' + _quote(self.prior)} --claims "
-                            f"{claim.id} --profile {self.profile} --seed {self.seed}")
+        doc["reproduce"] = self._reproduce(claim.id)
         doc["fixed"] = None
         path = self.root / claim.id
         try:

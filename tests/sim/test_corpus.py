@@ -3,6 +3,7 @@ stored, replayed before any search (even with a search budget of 0), fixed ones 
 bad files and unwritable folders named without stopping the run."""
 import json
 import math
+import shlex
 import struct
 from fractions import Fraction
 from pathlib import Path
@@ -205,6 +206,20 @@ def test_a_fail_is_stored_then_replayed_with_no_search_budget_then_reported_fixe
     assert "fixed since run" in tier["corpus"][0]["detail"]
 
 
+def test_the_stored_reproduce_command_finds_a_plugin_claims_counterexample_again(tmp_path, capsys):
+    cid, out = "CORPUS.AGAIN", tmp_path / "run"
+    plugin = _plugin(tmp_path, cid, "0.5")
+    code, tier = _run(plugin, cid, out, "--z", "4")
+    entry = json.loads(next((out / "corpus" / cid).glob("property-*.json")).read_text())
+    command = shlex.split(entry["reproduce"])
+    assert command[:2] == ["icl-verify", "run"] and ["--plugin", str(plugin)] == command[-4:-2]
+    assert command[-2:] == ["--z", "4"]
+    again = tmp_path / "again"
+    assert main(command[1:] + ["--out", str(again), "--no-progress"]) == 1
+    rerun = json.loads((again / "results.json").read_text())["claims"][0]["tiers"][0]
+    assert rerun["verdict"] == "FAIL" and rerun["counterexample"]["pi"] == tier["counterexample"]["pi"]
+
+
 def test_a_shared_corpus_is_replayed_by_a_run_in_another_folder(tmp_path):
     cid, corpus = "CORPUS.SHARED", tmp_path / "shared-corpus"
     plugin = _plugin(tmp_path, cid, "0.5")
@@ -263,7 +278,7 @@ def test_a_fail_of_another_tier_is_kept_as_a_record_and_marked_fixed_when_its_se
     [path] = (out / "corpus" / cid).glob("montecarlo-*.json")
     entry = json.loads(path.read_text())
     assert entry["replayable"] is False and "inputs" not in entry and "seed reproduces it" in entry["not_replayable_because"]
-    assert entry["record"] == tier["counterexample"] and entry["reproduce"].endswith(f"--claims {cid} --profile quick --seed 0")
+    assert entry["record"] == tier["counterexample"] and f"--claims {cid} --profile quick --seed 0 --plugin " in entry["reproduce"]
     assert "already in the corpus" in _run(plugin, cid, out)[1]["corpus"][0]["detail"]
     plugin.write_text(_MEAN.format(path=str(USER_CLAIMS), offset=0.0) + "# fixed\n")
     code, tier = _run(plugin, cid, out)
