@@ -2,6 +2,7 @@
 counterexample, a model trained on the wrong task breaks the assumption and fails the probes,
 and the pieces (extension rule, Gaussian BMA in torch, CPU device path) are right."""
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -9,10 +10,11 @@ import torch
 
 from sim.claims import get
 from sim.papers.wei.claims.continuous_trained import ContinuousTask, gaussian_bma_posterior_torch, w_p2_trained_tier
-from sim.papers.wei.claims.trained import extend_to_L
+from sim.papers.wei.claims.trained import copies_one_example_each, example_heads, extend_to_L
 from sim.papers.wei.recipes import WRecipe
 from sim.papers.wei.training import WRun, WTask, evaluate_wei, train_wei
 from sim.papers.wei.model import WeiTransformer, wei_construction
+from sim.papers.wei.probes import CopierReport
 from sim.priors import Point
 from sim.verdict import FindingKind, Verdict
 from theory import gaussian_bma_posterior
@@ -259,8 +261,43 @@ def test_extension_rule_keeps_a_trained_model_at_its_own_L_and_needs_copiers():
         m.W_KQ.add_(torch.randn(6, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64))
     x = torch.as_tensor(np.random.default_rng(1).integers(0, 2, (3, 4, 4)))
     assert torch.allclose(extend_to_L(m, 3)(x), m(x))
-    with pytest.raises(ValueError, match="one copier head per example"):
-        extend_to_L(WeiTransformer.init(2, 3, 4, generator=torch.Generator().manual_seed(0)), 5)
+
+
+def _report(mean_mass):
+    """A copier report whose mean copy mass (head x example) is ``mean_mass``, constant over positions."""
+    mass = np.repeat(np.asarray(mean_mass, dtype=float)[:, :, None], 4, axis=2)
+    example = mass.mean(axis=2).argmax(axis=1)
+    own = mass[np.arange(len(example)), example]
+    return CopierReport(mass=mass, example=example, score=own.min(axis=1), mean_score=own.mean(axis=1),
+                        covered=sorted({int(e) for e in example}), L=mass.shape[1])
+
+
+def test_heads_that_share_an_example_are_matched_by_the_largest_total_copy_mass():
+    # heads 0 and 1 both copy example 0 most; the best one-to-one matching gives head 1 example 0
+    M = [[0.6, 0.3, 0.1], [0.7, 0.2, 0.1], [0.1, 0.1, 0.8]]
+    rep = _report(M)
+    assert not copies_one_example_each(rep)
+    head_of = example_heads(rep)
+    best = max(itertools.permutations(range(3)), key=lambda p: sum(M[p[j]][j] for j in range(3)))
+    assert head_of.tolist() == list(best) == [1, 0, 2]
+    # one copier per example: the heads' own examples, whatever the masses elsewhere
+    rep = _report([[0.1, 0.5, 0.4], [0.45, 0.1, 0.45], [0.3, 0.3, 0.4]])
+    assert copies_one_example_each(rep) and example_heads(rep).tolist() == [1, 0, 2]
+
+
+def test_a_model_without_one_copier_per_example_still_runs_at_other_L():
+    """A run that formed no clean copiers (here an untrained model) is extended by the matching;
+    at its own L it is the same function, and a model with K != L heads is refused."""
+    m = WeiTransformer.init(2, 3, 4, generator=torch.Generator().manual_seed(0)).double()
+    x = torch.as_tensor(np.random.default_rng(2).integers(0, 2, (3, 4, 4)))
+    assert torch.allclose(extend_to_L(m, 3)(x), m(x))
+    rep = _report([[0.6, 0.3, 0.1], [0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    assert torch.allclose(extend_to_L(m, 3, copier=rep)(x), m(x))
+    y = torch.as_tensor(np.random.default_rng(3).integers(0, 2, (3, 6, 4)))
+    assert torch.isfinite(extend_to_L(m, 5, copier=rep)(y)).all()
+    wide = WeiTransformer(m.w_H[:2], m.w_L[:2], m.W_KQ[:4, :4], m.W_OV)
+    with pytest.raises(ValueError, match="one head per example"):
+        extend_to_L(wide, 5, copier=rep)
 
 
 # ---------------------------------------------------------------------------- W.P2 pieces --

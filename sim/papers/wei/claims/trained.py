@@ -20,8 +20,8 @@ from sim.papers.wei.recipes import WRecipe
 from sim.papers.wei.training import (OUTCOME_VERDICT, WRun, WTask, combine_outcomes, evaluate_wei, init_wei_model, run_jobs,
                        run_record, seed_number, strictly_above, task_assumptions, threads_for, train_seeds)
 
-__all__ = ["extend_to_L", "decide_w_e1", "row_error_gauge_prediction", "COPIER_MAJORITY", "E1_CONTROLS", "W_E1", "W_E2",
-           "CLAIMS"]
+__all__ = ["extend_to_L", "example_heads", "copies_one_example_each", "decide_w_e1", "row_error_gauge_prediction",
+           "COPIER_MAJORITY", "E1_CONTROLS", "W_E1", "W_E2", "CLAIMS"]
 
 FALLS = "loss falls as test L' grows"
 
@@ -465,13 +465,38 @@ W_E1 = Claim(
 
 
 # ============================================================================= W.E2 ==
+def copies_one_example_each(rep) -> bool:
+    """Whether the heads of a copier report copy the examples one each (W's copier heads)."""
+    return len(rep.example) == rep.L and sorted(int(e) for e in rep.example) == list(range(rep.L))
+
+
+def example_heads(rep) -> np.ndarray:
+    """``example -> head`` for a copier report with as many heads as examples.
+
+    Each head's own example (:attr:`CopierReport.example`) when they are distinct; otherwise the
+    one-to-one matching that maximises the total mean copy mass ``sum_k mean_h mass[k, sigma(k), h]``
+    (``scipy.optimize.linear_sum_assignment``). The two agree whenever the heads' own examples
+    are distinct: each head then gets its largest mass, the largest total there is."""
+    from scipy.optimize import linear_sum_assignment
+
+    head_of = np.empty(rep.L, dtype=int)
+    if copies_one_example_each(rep):
+        head_of[rep.example] = np.arange(rep.L)
+        return head_of
+    heads, examples = linear_sum_assignment(rep.mass.mean(axis=2), maximize=True)
+    head_of[examples] = heads
+    return head_of
+
+
 def extend_to_L(model, L_new: int, copier=None):
     """The reading W.E2 checks: run a model trained with ``L`` examples on ``L_new`` examples.
 
     ``w_L`` indexes absolute examples, so a model trained at ``L`` cannot read ``L' != L``
     examples as it is. The rule ("clone"), built from the trained parameters only:
 
-    - heads are matched to examples by the copier probe (head ``k`` copies ``sigma(k)``);
+    - heads are matched to examples by the copier probe (head ``k`` copies ``sigma(k)``); where
+      two heads copy the same example (a run that did not form one copier per example), by the
+      one-to-one matching of largest total copy mass (:func:`example_heads`);
     - for ``L' <= L`` the heads of examples ``0..L'-1`` are kept with their trained ``w_H``
       row, their ``w_L`` entries on the examples present, their ``W_KQ`` blocks and
       ``W_OV``: the trained model with the missing examples removed;
@@ -491,11 +516,9 @@ def extend_to_L(model, L_new: int, copier=None):
 
     rep = copier_report(model) if copier is None else copier
     L, K, d = model.L, model.K, model.d
-    if sorted(int(e) for e in rep.example) != list(range(L)) or K != L:
-        raise ValueError(f"extend_to_L needs one copier head per example (K = L = {L}); the heads copy "
-                         f"{rep.example.tolist()}")
-    head_of = np.empty(L, dtype=int)
-    head_of[rep.example] = np.arange(K)  # example -> head
+    if K != L:
+        raise ValueError(f"extend_to_L needs one head per example (K = L), got K = {K} heads for L = {L}")
+    head_of = example_heads(rep)
     src = [int(head_of[j % L]) for j in range(L_new)]  # head cloned for new example j
     w_H = model.w_H.detach()[src].clone()
     w_L_old = model.w_L.detach()
@@ -584,6 +607,10 @@ def _w_e2(ctx: Context) -> TierResult:
     runs = run_jobs(ctx, jobs, "W.E2 model")
     trained = {(i, Lt): r.model for (i, Lt), r in zip(((i, Lt) for i in range(n_seeds) for Lt in train_Ls), runs)}
     secs, cpu = sum(r.seconds for r in runs), sum(r.cpu_seconds for r in runs)
+    # Runs whose heads did not form one copier per example: the clone rule matches them by copy mass.
+    from sim.papers.wei.probes import copier_report
+
+    matched = [key for key, m in trained.items() if not copies_one_example_each(copier_report(m))]
     tokens = []
     for i in range(n_seeds):
         eval_seed = ctx.seed_for(f"eval/{i}")
@@ -663,13 +690,18 @@ def _w_e2(ctx: Context) -> TierResult:
                 counterexample={f"trained at L={Lt}": r for Lt, r in all_rises if r} or None),
         Finding(FindingKind.UNSTATED, "how a model trained at L runs at L' != L (W's w_L indexes absolute examples): "
                 "read by the clone rule extend_to_L; truncation would make loss(L' > L) = loss(L) by construction",
-                Verdict.NOT_RUN, "W does not say how its w_L extends to L' != L; the clone rule is ours")]
+                Verdict.NOT_RUN, "W does not say how its w_L extends to L' != L; the clone rule is ours; "
+                f"{len(matched)} of {len(trained)} trained models have heads that do not copy one example each and "
+                "are matched to examples by the largest total copy mass")]
     conclusion = combine_outcomes(list(outs.values()))
     assumptions = task_assumptions(pis, kind)
     for Lp in test_Ls:
         numbers.append(seed_number(f"BMA loss at test L'={Lp}", [bma[i][Lp].mean() for i in range(n_seeds)], seeds))
     numbers.append(seed_number("structure-blind loss", [blind[i][test_Ls[0]].mean() for i in range(n_seeds)],
                                 seeds))
+    numbers.append(Number("trained models whose heads do not copy one example each (matched to examples by the "
+                          "largest total copy mass)", len(matched), n=len(trained), kind="trained",
+                          note=", ".join(f"seed {i}, L={Lt}" for i, Lt in matched)))
     numbers.append(Number("training seconds (all models)", round(secs, 1), kind="trained",
                           note=f"device {ctx.device}; process CPU seconds {cpu:.1f}; recipe: {recipe.describe()}"))
     for k, o in outs.items():
