@@ -473,10 +473,11 @@ def copies_one_example_each(rep) -> bool:
 def example_heads(rep) -> np.ndarray:
     """``example -> head`` for a copier report with as many heads as examples.
 
-    Each head's own example (:attr:`CopierReport.example`) when they are distinct; otherwise the
-    one-to-one matching that maximises the total mean copy mass ``sum_k mean_h mass[k, sigma(k), h]``
-    (``scipy.optimize.linear_sum_assignment``). The two agree whenever the heads' own examples
-    are distinct: each head then gets its largest mass, the largest total there is."""
+    Each head's own example (``example`` of a :class:`~sim.papers.wei.probes.CopierReport`) when
+    they are distinct; otherwise the one-to-one matching that maximises the total mean copy mass
+    ``sum_k mean_h mass[k, sigma(k), h]`` (``scipy.optimize.linear_sum_assignment``). The two
+    agree whenever the heads' own examples are distinct: each head then gets its largest mass,
+    the largest total there is."""
     from scipy.optimize import linear_sum_assignment
 
     head_of = np.empty(rep.L, dtype=int)
