@@ -301,3 +301,37 @@ def test_stationary_batch_is_exact_on_nearly_reducible_two_state_chains():
 def test_stationary_batch_rejects_what_is_not_a_stack_of_square_matrices():
     with pytest.raises(TheoryError, match="square"):
         stationary_batch(np.ones((3, 2, 3)) / 3)
+
+
+def test_stationary_batch_solves_irreducible_matrices_in_the_batch_and_only_the_rest_alone(monkeypatch):
+    """The support test decides which matrices take the batched GTH: every irreducible one, sparse
+    ones included (a 5-cycle needs paths of length 4), and only the others fall back to
+    stationary(). A wrong test would give the same laws more slowly, so the fallbacks are counted."""
+    import theory.markov as markov
+
+    calls = []
+    alone = markov.stationary
+    monkeypatch.setattr(markov, "stationary", lambda pi: calls.append(np.array(pi)) or alone(pi))
+    cycle = np.roll(np.eye(5), 1, axis=1)
+    cycle[4] = [0.5, 0, 0, 0, 0.5]  # 0 -> 1 -> 2 -> 3 -> 4 -> {0, 4}: irreducible, aperiodic
+    transient = np.full((5, 5), 0.2)
+    transient[0] = [1, 0, 0, 0, 0]  # state 0 absorbing, the rest transient: reducible
+    positive = np.random.default_rng(3).dirichlet(np.ones(5), size=(3, 5))
+    stack = np.concatenate([positive, cycle[None], transient[None]])
+    mu = stationary_batch(stack)
+    assert len(calls) == 1 and np.array_equal(calls[0], transient)
+    np.testing.assert_allclose(mu[3], np.array([1, 1, 1, 1, 2]) / 6, rtol=1e-14)
+    np.testing.assert_allclose(mu[4], [1, 0, 0, 0, 0], atol=0)
+    calls.clear()
+    stationary_batch(np.concatenate([positive, cycle[None]]))
+    assert calls == []
+
+
+def test_stationary_batch_takes_one_matrix_a_stack_of_one_and_rows_off_one_by_round_off():
+    P = np.array([[0.9, 0.1], [0.3, 0.7]])
+    expected = np.array([0.75, 0.25])
+    np.testing.assert_allclose(stationary_batch(P), expected, rtol=1e-14)
+    np.testing.assert_allclose(stationary_batch(P[None]), expected[None], rtol=1e-14)
+    # rows off 1 by a drift stationary() accepts: both normalise the rows first, so they agree to round-off
+    drift = P * np.array([[1 + 4e-9], [1 - 3e-9]])
+    np.testing.assert_allclose(stationary_batch(drift[None])[0], stationary(drift), rtol=1e-13)
