@@ -185,7 +185,9 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
     the first look's number of seeds and at each later look's while its verdict (controls
     included) is INCONCLUSIVE, every look at the per-look ``z`` of the Bonferroni correction.
     Keys named in ``seeds_also`` follow ``seeds`` (where they are set and not 0: 0 switches that part
-    off). Seeds already trained are reused (``ctx.memo``)."""
+    off), up to their own cap ``<key>_cap`` where the settings give one: a part whose criterion is
+    decided with a wide margin on a few seeds need not grow with the one that needs many. Seeds
+    already trained are reused (``ctx.memo``)."""
     from sim.sequential import SeedSchedule, decide_sequentially
 
     s = ctx.settings
@@ -199,7 +201,7 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
         ctx.progress(f"{claim.id} [{tier}] {n} seeds")
         # dataclasses.replace keeps the same memo_store: the looks share their trained seeds
         look_ctx = dataclasses.replace(ctx, z=z_look, overrides={**ctx.overrides, key: n,
-                                                                 **{k: n for k in also if s.get(k)}})
+                                                                 **{k: min(n, int(s.get(f"{k}_cap", n))) for k in also if s.get(k)}})
         res = _checked(claim.checks[tier](look_ctx), claim, tier)
         outcome = _LOOK_OUTCOME.get(res.verdict, Outcome.HELD)  # ERROR: stop and report it
         return outcome, res, f"{res.verdict.value}: {res.summary[:300]}"

@@ -167,3 +167,18 @@ def test_keys_that_follow_the_seeds_stay_off_when_zero(tmp_path):
                                       "seeds_also": ("col_seeds", "other"), "col_seeds": 0, "other": 3}})
     evaluate_claim(claim, RunConfig(profile="quick", seed=0), tmp_path)
     assert seen == [(4, 0, 4), (8, 0, 8)]
+
+
+def test_a_key_that_follows_the_seeds_stops_at_its_own_cap(tmp_path):
+    seen = []
+
+    def check(ctx):
+        seen.append((ctx.settings["seeds"], ctx.settings["col_seeds"]))
+        return TierResult("trained", Verdict.INCONCLUSIVE, Outcome.UNDECIDED, "undecided")
+
+    claim = Claim(id="TOY.CAP", title="toy", source=Source("toy", "", ""), statement="-", assumptions=(),
+                  checks={"trained": check},
+                  settings={"quick": {"tiers": ("trained",), "seeds": 12, "seeds_start": 4, "seeds_step": 4,
+                                      "seeds_also": ("col_seeds",), "col_seeds": 1, "col_seeds_cap": 6}})
+    evaluate_claim(claim, RunConfig(profile="quick", seed=0), tmp_path)
+    assert seen == [(4, 4), (8, 6), (12, 6)]

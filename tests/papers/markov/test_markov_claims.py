@@ -223,7 +223,7 @@ def test_g2_decides_the_law_on_the_sa_transformer_and_reports_the_other_readings
                                                                                             monkeypatch):
     calls = sa_fake(monkeypatch, law_tau())
     runs(full_run)
-    res = run_claim(G_2)
+    res = run_claim(G_2, N_grid=(16, 32, 64))  # quick leaves the full transformer to standard
     t = tier(res, "trained")
     # (a) holds; (b) Delta tau_K needs the paper profile, so the claim stays undecided in quick
     assert res.verdict is Verdict.INCONCLUSIVE and "paper profile" in t.budget
@@ -337,11 +337,19 @@ def test_wrong_law_taus_keep_the_ends_and_the_seeds_spread():
         assert np.std([t for n, _, t in fake if n == 64]) == pytest.approx(np.std(MEASURED_SA_TAUS[64]))
 
 
+def test_g2_quick_leaves_the_full_transformer_to_standard(run_claim, runs, monkeypatch):
+    sa_fake(monkeypatch, law_tau())
+    asked = runs(full_run)
+    t = tier(run_claim(G_2), "trained")
+    assert asked == [] and not any("full 2-layer transformer" in f.reading for f in t.findings)
+    assert G_2.settings["standard"]["N_grid"]
+
+
 def test_g2_full_transformer_seeds_follow_the_master_seed(run_claim, runs, monkeypatch):
     sa_fake(monkeypatch, law_tau())
     asked = runs(full_run)
-    run_claim(G_2, seed=0, hard_N_grid=(), allpos_N_grid=())
-    run_claim(G_2, seed=11, hard_N_grid=(), allpos_N_grid=())
+    run_claim(G_2, seed=0, hard_N_grid=(), allpos_N_grid=(), N_grid=(16, 32, 64))
+    run_claim(G_2, seed=11, hard_N_grid=(), allpos_N_grid=(), N_grid=(16, 32, 64))
     half = len(asked) // 2
     assert {p["seed"] for p in asked[:half]}.isdisjoint({p["seed"] for p in asked[half:]})
 

@@ -52,11 +52,40 @@ def test_w_e1_passes_on_small_settings(run_claim):
     assert set(crit.values()) == {"PASS"}, crit
     assert {"criterion: layer-2 attention ≈ BMA", "criterion: σ(W_OV) ≈ pi", "criterion: block-diagonal W_KQ",
             "criterion: copier", "criterion: loss near BMA"} == set(crit)
-    # the row error is reported beside its gauge prediction, never deciding; the per-head W_tf is a finding
-    assert [f.kind for f in t.findings] == [FindingKind.STRICTER]
+    # the row error is reported beside its gauge prediction, never deciding; every run forming the copiers
+    # and the per-head W_tf are findings
+    assert [f.kind for f in t.findings] == [FindingKind.STRICTER, FindingKind.STRICTER]
+    assert t.findings[0].reading.startswith("every training run forms W's copier heads")
     assert any(n.name.startswith("row-softmax error predicted by the gauge") for n in t.numbers)
     # every negative control went through the same check and FAILed
     assert len(t.controls) == 4 and {c.verdict for c in t.controls} == {Verdict.FAIL}, [c.deciding for c in t.controls]
+
+
+def test_w_e1_every_run_finding_is_refuted_by_one_stuck_run_and_never_passes():
+    """One run whose worst head is at or below 1/2 refutes "every run forms the copier heads"; none
+    among n cannot show it. The rate's interval is Clopper-Pearson, checked against scipy's exact
+    binomial interval at the same level."""
+    from types import SimpleNamespace
+
+    from scipy import stats
+
+    from sim.papers.wei.claims.trained import _every_run_forms_copiers
+
+    def runs(*scores):
+        return [{"copier": SimpleNamespace(min_score=s)} for s in scores]
+
+    f = _every_run_forms_copiers(runs(0.96, 0.44, 0.97, 0.95, 0.5), [11, 12, 13, 14, 15], 3.0)
+    assert f.verdict is Verdict.FAIL and f.kind is FindingKind.STRICTER
+    assert "(12, 0.44)" in f.detail and "(15, 0.5)" in f.detail and "2 of 5" in f.detail
+    rate = f.numbers[0]
+    assert rate.value == pytest.approx(0.4) and rate.n == 5
+    a = stats.norm.sf(3.0)
+    ci = stats.binomtest(2, 5).proportion_ci(confidence_level=1 - 2 * a, method="exact")
+    assert f"[{ci.low:.3f}, {ci.high:.3f}]" in rate.note
+    ok = _every_run_forms_copiers(runs(0.9, 0.51, 0.97), [1, 2, 3], 3.0)
+    assert ok.verdict is Verdict.INCONCLUSIVE and "0 of 3" in ok.numbers[0].note
+    ci0 = stats.binomtest(0, 3).proportion_ci(confidence_level=1 - 2 * a, method="exact")
+    assert f"[0.000, {ci0.high:.3f}]" in ok.numbers[0].note
 
 
 def test_w_e1_wrong_constant_fails_with_counterexample(run_claim):

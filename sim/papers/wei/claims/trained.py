@@ -165,10 +165,16 @@ def _e1_controls(ctx: Context, mech: list[WRun], col: list[WRun], mseeds, cseeds
     """Every control of :data:`E1_CONTROLS` through :func:`decide_w_e1` (same seeds, pis and prompts)."""
     if any(np.any(r.task.pi <= 0) for r in mech + col):
         return []  # W's construction needs log pi; the assumption "pi > 0" already fails
+    def measured(kind, r):
+        # the looks of a sequential decision share their seeds: measure each seed's control once
+        key = ("W.E1 control", kind, tuple(sorted(r.seeds.items())), r.task.L, r.task.H, r.task.pi.tobytes(),
+               r.recipe, r.eval["n_eval"], r.eval["eval_seed"], ctx.device)
+        return ctx.memo(key, lambda: _measure(r, _control_model(kind, r)))
+
     controls = []
     for kind, name, why in E1_CONTROLS:
-        cm = [_measure(r, _control_model(kind, r)) for r in mech]
-        cc = [_measure(r, _control_model(kind, r)) for r in col] if col else cm
+        cm = [measured(kind, r) for r in mech]
+        cc = [measured(kind, r) for r in col] if col else cm
         covered = [e["copier"].n_covered for e in cm]
         outs, nums, details = decide_w_e1(cm, cc, mseeds, cseeds, ctx.params, ctx.z,
                                           covered if coverage_decided else None, mech[0].task.L)
@@ -178,6 +184,38 @@ def _e1_controls(ctx: Context, mech: list[WRun], col: list[WRun], mseeds, cseeds
         controls.append(Control(name, why, tier_verdict([], combine_outcomes(list(outs.values()))), line,
                                 numbers=tuple(nums.values())))
     return controls
+
+
+def _every_run_forms_copiers(ev: list[dict], seeds, z: float) -> Finding:
+    """The stricter reading "every training run forms W's copier heads", not only the mean over runs.
+
+    A run's copier score (its worst head's mass on its example's same-position token, at the worst
+    query position) is exact for the trained model: layer 1's attention depends on positions only.
+    So one run at or below 1/2 refutes "every run" outright (FAIL), while no such run among ``n``
+    cannot show it (INCONCLUSIVE). Beside it, the rate of runs that keep a head uncopied with its
+    two-sided Clopper-Pearson interval at the level of ``z``: ``Beta(k, n - k + 1)`` and
+    ``Beta(k + 1, n - k)`` quantiles at ``Phi(-z)`` and ``1 - Phi(-z)``."""
+    from scipy import stats
+
+    scores = [float(e["copier"].min_score) for e in ev]
+    stuck = [(int(sd), round(sc, 3)) for sd, sc in zip(seeds, scores) if sc <= COPIER_MAJORITY]
+    k, n = len(stuck), len(scores)
+    a = float(stats.norm.sf(z))
+    lo = float(stats.beta.ppf(a, k, n - k + 1)) if k else 0.0
+    hi = float(stats.beta.ppf(1 - a, k + 1, n - k)) if k < n else 1.0
+    rate = Number("training runs that keep a layer-1 head uncopied (copier score <= 1/2)", k / n, n=n,
+                  seed=int(seeds[0]), kind="trained",
+                  note=f"{k} of {n}; Clopper-Pearson interval at z = {z:g}: [{lo:.3f}, {hi:.3f}]"
+                       + (f"; runs (data seed, score): {stuck}" if stuck else ""))
+    return Finding(
+        FindingKind.STRICTER,
+        "every training run forms W's copier heads (each run's worst head puts > 1/2 of its attention on its "
+        "example's same-position token), not only the mean over runs",
+        Verdict.FAIL if stuck else Verdict.INCONCLUSIVE,
+        (f"{k} of {n} runs keep a head at or below 1/2: {stuck}" if stuck else
+         f"no run of {n} keeps a head at or below 1/2, which sampling cannot show for every run")
+        + f"; rate {k / n:.3f}, interval [{lo:.3f}, {hi:.3f}]",
+        numbers=(rate,))
 
 
 def row_error_gauge_prediction(pi) -> float:
@@ -272,7 +310,7 @@ def _w_e1(ctx: Context) -> TierResult:
                      "detail": f"row error {rowerr.value:.3f} ± {rowerr.stderr:.2g}; column-centred log pi alone "
                                f"predicts {gauge_num.value:.3f} (prior 5-95% {lo:.3f}-{hi:.3f}); never deciding"})
     head_err = max(max(e["col_error_heads"]) for e in cev)
-    findings = [
+    findings = [_every_run_forms_copiers(ev, mseeds, ctx.z), 
         Finding(FindingKind.STRICTER, "W_tf read per head (each head's diagonal block) instead of their mean: "
                 f"every block's column-softmax error < {p['col_threshold']:g}",
                 Verdict.PASS if head_err < p["col_threshold"] else Verdict.FAIL,
@@ -412,12 +450,15 @@ W_E1 = Claim(
                 "examples is decided only from an i.i.d. w_L start (paper profile): the recipe's one-to-one init "
                 "plants it. The row-softmax error is W Prop. 1's free gauge: reported beside the value the "
                 "column-centred log pi alone predicts, never deciding. W_tf read per head is stricter (a finding). "
+                "W shows what its trained model learns, not that every run of a recipe gets there: each criterion "
+                "is decided on the mean over training runs; that every run forms the copier heads is a stricter "
+                "finding (about 1 run in 6-12 of the recipe here keeps one head uncopied). "
                 "Negative controls (the init, an i.i.d. start, layer 2 wired to reversed edges, uniform layer 2) "
                 "go through the same check and must FAIL.")),
     statement=("Primary reading: W's trained mechanism, seed 000 lines 183 and 253-258 (copier heads, column-softmax "
                "error < 0.05, layer-2 attention ≈ BMA, σ(W_OV) ≈ pi, block-diagonal W_KQ, loss near BMA's, and "
                "coverage of every example from a start that does not plant it); reported as findings: W_tf read per "
-               "head (stricter); reported, never deciding: the row-softmax error beside its gauge prediction. "
+               "head (stricter), every run forming the copier heads (stricter); reported, never deciding: the row-softmax error beside its gauge prediction. "
         "W's model (K = L copier heads, disentangled residual, one bilinear layer-2 head, mixture output "
         "sum_h' A(h,h') softmax(W_OV)[x_h']) trained on W's task with pi drawn once from the prior (default: "
         "Dirichlet(1) rows floored at 0.2/d) and fixed, a fresh random recursive tree per prompt, stationary root "
@@ -432,7 +473,9 @@ W_E1 = Claim(
         "(1/d)||σ(W_OV) - pi||_1 against the uniform output's, W_KQ's centred off-/diagonal block norm ratio "
         "against the init's, and the loss excess over BMA against the structure-blind predictor's: closed >= "
         "gap_threshold (0.8); (7) paper profile only: the heads of every i.i.d.-start seed cover all L examples "
-        "(elsewhere NOT_RUN: the permutation init covers them at step 0). Reported beside them: the row-softmax "
+        "(elsewhere NOT_RUN: the permutation init covers them at step 0). Stricter finding: every run forms the copier "
+        "heads (one run at or below 1/2 refutes it; the rate of such runs with its Clopper-Pearson interval). "
+        "Reported beside them: the row-softmax "
         "error with the value column-centred log pi alone gives (W Prop. 1's free gauge, the prior's 5-95% "
         "range), the raw distances, losses of model, BMA and structure-blind predictor. Negative controls through "
         "the same check: the untrained init, an i.i.d. w_L init, W's construction with W_KQ = blockdiag(log pi^T) "
@@ -441,19 +484,23 @@ W_E1 = Claim(
                  "pi > 0 entrywise (log pi finite)"),
     checks={"trained": _w_e1_trained},
     settings={
-        # Seeds decided sequentially (sim.sequential): 4, 8, 12 (the column models follow "seeds").
-        "quick": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 12, "seeds_start": 4, "seeds_step": 4,
-                  "seeds_also": ("col_seeds",), "n_eval": 4096,
+        # Seeds decided sequentially (sim.sequential). About 1 run in 6-12 keeps a layer-1 head uncopied (a
+        # local minimum more steps do not leave: 2 of 24 runs at 400 and at 800 stage-1 steps), so the
+        # mean over runs needs up to ~30 seeds at a random master seed; a mechanism model is cheap. The
+        # column criterion sits ~20 s.e. inside its line on a few seeds and a column model costs ~5 mechanism
+        # models, so the column models stay at col_seeds (quick) or follow "seeds" up to col_seeds_cap.
+        "quick": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 34, "seeds_start": 4, "seeds_step": 6,
+                  "n_eval": 4096,
                   "steps1": 400, "batch1": 256, "steps2": 500, "batch2": 512,
-                  "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 12, "col_n_eval": 1024,
+                  "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 6, "col_n_eval": 1024,
                   "col_steps1": 300, "col_batch1": 256, "col_steps2": 800, "col_batch2": 256},
-        "standard": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 16, "seeds_start": 8, "seeds_step": 4,
-                     "seeds_also": ("col_seeds",), "n_eval": 8192,
+        "standard": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 40, "seeds_start": 8, "seeds_step": 8,
+                     "seeds_also": ("col_seeds",), "col_seeds_cap": 16, "n_eval": 8192,
                      "steps1": 800, "batch1": 256, "steps2": 1000, "batch2": 512,
                      "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 16, "col_n_eval": 2048,
                      "col_steps1": 400, "col_batch1": 256, "col_steps2": 1500, "col_batch2": 256},
-        "paper": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 24, "seeds_start": 8, "seeds_step": 8,
-                  "seeds_also": ("col_seeds",), "n_eval": 16384,
+        "paper": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 40, "seeds_start": 8, "seeds_step": 8,
+                  "seeds_also": ("col_seeds",), "col_seeds_cap": 24, "n_eval": 16384,
                   "steps1": 1500, "batch1": 256, "steps2": 3000, "batch2": 1024,
                   "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 24, "col_n_eval": 4096,
                   "col_steps1": 600, "col_batch1": 256, "col_steps2": 4000, "col_batch2": 512,
