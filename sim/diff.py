@@ -21,6 +21,8 @@ returns them) and lists, in this order:
      stores them, other strings, booleans, null) are compared as strings: moved when the
      texts differ. A missing or non-numeric standard error counts as 0 and an ``"inf"``
      one as infinite (such a number never moves);
+   - numbers of kind ``seed`` (the seed of one of the run's streams) are not compared: they
+     record an input, and the header already says the master seed changed;
 3. the claims present in only one run.
 
 The configurations' profile, seed and prior are compared for a header line. Nothing is read
@@ -241,8 +243,8 @@ def _moved_numbers(cid: str, ca: dict, cb: dict, z: float) -> tuple[list[MovedNu
     moved, compared = [], 0
     for key, a in na.items():
         b = nb.get(key)
-        if b is None:
-            continue
+        if b is None or "seed" in (a.get("kind"), b.get("kind")):
+            continue  # a seed is a record of an input, not a measurement: the config's seed says it moved
         compared += 1
         tier, name = key
         kind_a, kind_b = _text(a.get("kind") or "exact"), _text(b.get("kind") or "exact")

@@ -28,6 +28,7 @@ __all__ = [
     "Verdict",
     "Outcome",
     "Number",
+    "NUMBER_KINDS",
     "Assumption",
     "FindingKind",
     "Finding",
@@ -76,6 +77,11 @@ class Outcome(str, enum.Enum):
         return self.value
 
 
+#: What a :class:`Number` is: a measurement of one of the tiers' kinds, or ``seed``, a record of an
+#: input (a stream's seed) that comparisons between runs leave out (:mod:`sim.diff`).
+NUMBER_KINDS = ("exact", "montecarlo", "trained", "symbolic", "property", "seed")
+
+
 @dataclass(frozen=True)
 class Number:
     """One reported number with everything needed to judge it.
@@ -93,12 +99,12 @@ class Number:
     n: int | None = None
     seed: int | None = None
     tolerance: float | None = None
-    kind: str = "exact"  # exact | montecarlo | trained | symbolic | property
+    kind: str = "exact"  # exact | montecarlo | trained | symbolic | property | seed (a record of an input)
     note: str = ""
     df: float | None = None
 
     def __post_init__(self):
-        if self.kind not in ("exact", "montecarlo", "trained", "symbolic", "property"):
+        if self.kind not in NUMBER_KINDS:
             raise ValueError(f"Number {self.name!r}: unknown kind {self.kind!r}")
         if self.stderr < 0 or (isinstance(self.stderr, float) and math.isnan(self.stderr)):
             raise ValueError(f"Number {self.name!r}: stderr must be >= 0, got {self.stderr}")

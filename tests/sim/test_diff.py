@@ -121,6 +121,14 @@ def test_statistical_numbers_without_error_still_ignore_round_off():
     assert "no standard error" in render_text(d)
 
 
+def test_a_seed_record_is_not_a_moved_number():
+    """Two master seeds give every stream another seed: that is the config's change, not a measurement's."""
+    a = doc([claim("X", "PASS", [("exact", [num("seed (sequences)", 123, kind="seed"), num("v", 1.0)])])], seed=0)
+    b = doc([claim("X", "PASS", [("exact", [num("seed (sequences)", 456, kind="seed"), num("v", 2.0)])])], seed=1)
+    d = diff_runs(a, b)
+    assert moved_keys(d) == {("X", "exact", "v")} and d.numbers_compared == 1
+
+
 def test_an_infinite_standard_error_never_moves_and_nan_values_compare_as_text():
     a = doc([claim("X", "PASS", [("mc", [num("wide", 0.0, "inf", "montecarlo"), num("n", "nan"),
                                          num("m", "nan")])])])

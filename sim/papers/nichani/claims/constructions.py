@@ -12,7 +12,7 @@
 The primary reading of N.K8 and N.K9 is decided by two tiers together:
 
 - ``exact``: the float64 torch construction, on every prompt of small instances, tends to its
-  exact ``beta -> inf`` limit (``sim.models.nichani_construction_limit`` /
+  exact ``beta -> inf`` limit (``sim.papers.nichani.model.nichani_construction_limit`` /
   ``nichani_multiparent_construction_limit``): at every ``beta`` the measured gap is within a
   proven bound (:func:`limit_bound`) plus float64 round-off, and that bound is below ``1e-9`` at
   the largest ``beta``;
@@ -178,7 +178,7 @@ N_K7 = Claim(
     statement=("Primary reading (decides): Knowl 7's exact identity of functions. On random float64 parameters, "
                "for every prompt of length T over S states (S=3, T=4: all 81) and "
                "head configurations (1), (2), (1,1), (2,1), (1,2,1): the standard attention-only transformer and "
-               "its disentangled image (sim.models.to_disentangled: A~ = M Q K^T M^T, M_l = [M; M V_1^T; ...]) "
+               "its disentangled image (sim.papers.nichani.standard.to_disentangled: A~ = M Q K^T M^T, M_l = [M; M V_1^T; ...]) "
                "agree to 1e-10, with identical attention patterns; and a random disentangled transformer and its "
                "standard image (to_standard, d = d_L) agree to 1e-10. With MLP blocks or LayerNorm the map does "
                "not apply (assumption unmet); the engine then reports how far the map of the attention-only part "

@@ -603,7 +603,7 @@ def _n_t_montecarlo(ctx: Context) -> TierResult:
     replace_assumptions(res, sampler_draws,
                         note=(f"{nonunique} sampler draws without a unique stationary law were left out (N's task is "
                               "undefined there)") if nonunique else "")
-    res.numbers.append(Number("seed (sampler sequences)", ctx.seed_for("sampler/sequences")))
+    res.numbers.append(Number("seed (sampler sequences)", ctx.seed_for("sampler/sequences"), kind="seed"))
     if s.get("controls", True):
         res.controls += _task_controls(ctx, prior, alpha, S, T)
     if alpha is not None and int(s.get("n_bayes", 0)) > 0:

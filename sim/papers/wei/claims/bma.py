@@ -78,7 +78,7 @@ def _w_l1_exact(ctx: Context) -> TierResult:
     numbers = [Number("max |closed form - brute force|", worst, tolerance=BMA_TOL,
                       note=f"{n_posteriors} posteriors, H={s['H']}, L in {list(s['L'])}, with and without the "
                            "target prefix"),
-               Number("seed (sequences)", ctx.seed_for("sequences"), kind="exact")]
+               Number("seed (sequences)", ctx.seed_for("sequences"), kind="seed")]
     res = summarize_instances("exact", checks, ["independent uniform parent prior"],
                               what="closed form == brute-force Bayes over all recursive trees", numbers=numbers)
     # Both conditionings are criteria of the primary reading: Lemma 1 conditions on the context

@@ -1,7 +1,7 @@
 """W Theorem 1 (claim W.T1): the construction, its layer-2 attention -> BMA posterior as
 beta -> inf, and its prediction -> pi(. | x_pa(h)) as beta, L -> inf.
 
-The model is ``sim.models.wei_construction`` (K = L copier heads, ``W_KQ = blockdiag(W)``
+The model is ``sim.papers.wei.model.wei_construction`` (K = L copier heads, ``W_KQ = blockdiag(W)``
 with ``W = log pi``, ``W_OV = log pi``), run in float64. Positions are 0-based.
 
 The limit in beta is decided against the construction's own error, which vanishes as
@@ -216,7 +216,7 @@ def _w_t1_exact(ctx: Context) -> TierResult:
             Number("logits reading: max |prediction - bma_predictive|", logits_gap,
                    note="softmax of BMA-mixed log pi rows, not the BMA predictive"),
             Number("logits reading: max |prediction - softmax(sum_h' post_h' log pi[x_h'])|", geo_gap),
-            Number("seed (sequences)", ctx.seed_for("sequences"))]
+            Number("seed (sequences)", ctx.seed_for("sequences"), kind="seed")]
     res = summarize_instances("exact", checks, _ASSUMPTIONS,
                               what=f"attention -> BMA posterior within the construction's error bound at every beta "
                                    f"(-> 0 as beta -> inf; {betas[0]}..{betas[-1]}); mixture prediction = BMA "
@@ -458,7 +458,7 @@ W_T1 = Claim(
     statement=("Primary reading: W Theorem 1's two limits with W's mixture output (seed 000, lines 117-127); "
                "reported as findings: the rate e^{-2 beta} (stricter criterion) and the logits output reading "
                "(outside W's setting). "
-               "sim.models.wei_construction(pi, L, H, beta) in float64: K = L RPE copier heads (w_H[offset 0] = +beta, "
+               "sim.papers.wei.model.wei_construction(pi, L, H, beta) in float64: K = L RPE copier heads (w_H[offset 0] = +beta, "
                "else -beta; w_L[k, l] = +beta iff l = k), W_KQ = blockdiag(log pi) (x-block zero: the target token "
                "never reaches its own score), W_OV = log pi. The output reading BUILT and deciding is the mixture "
                "f_h = sum_h' A_h' softmax(W_OV)[x_h'] (W's pseudo-code), which equals the BMA predictive. Exact "

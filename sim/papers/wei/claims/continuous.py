@@ -150,7 +150,7 @@ def _w_p2_exact(ctx: Context) -> TierResult:
                       tolerance=s["min_residual"], note="must stay away from 0"),
                Number("bilinear control: largest relative residual", worst_ctrl, tolerance=1e-9,
                       note="logits of a random bilinear W: the same fit reproduces them exactly"),
-               Number("seed (sequences)", ctx.seed_for("sequences"))]
+               Number("seed (sequences)", ctx.seed_for("sequences"), kind="seed")]
     return summarize_instances("exact", checks, _ASSUMPTIONS,
                                what="BMA logits = c1 x_h'^T A x_h + c2 ||x_h'||^2 up to a per-h' constant, and no "
                                     "bilinear W fits them (a bilinear control fits exactly)", numbers=numbers)

@@ -315,7 +315,7 @@ def _bonferroni_z(z: float, m: int) -> float:
 def _autograd_gradients(pi, L, tokens, reading, device="cpu"):
     """Per-sample ``-dl/dscore[h, h']`` of W's model at ``W_KQ = 0``, by autograd, shape (B, H, H).
 
-    The model is ``sim.models.wei_construction`` (float64) with ``W_KQ`` set to zero, so the
+    The model is ``sim.papers.wei.model.wei_construction`` (float64) with ``W_KQ`` set to zero, so the
     layer-2 scores are 0 and the attention uniform; a zero leaf tensor is added to the scores
     at the hook ``layer2.scores`` and the summed cross-entropy is differentiated w.r.t. it.
     Row ``h`` of the gradient only receives position ``h``'s loss.

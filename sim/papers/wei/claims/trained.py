@@ -658,7 +658,8 @@ def _w_e2(ctx: Context) -> TierResult:
     # Runs whose heads did not form one copier per example: the clone rule matches them by copy mass.
     from sim.papers.wei.probes import copier_report
 
-    matched = [key for key, m in trained.items() if not copies_one_example_each(copier_report(m))]
+    copiers = {key: copier_report(m) for key, m in trained.items()}  # one probe per trained model
+    matched = [key for key, rep in copiers.items() if not copies_one_example_each(rep)]
     tokens = []
     for i in range(n_seeds):
         eval_seed = ctx.seed_for(f"eval/{i}")
@@ -667,23 +668,27 @@ def _w_e2(ctx: Context) -> TierResult:
         big = WTask(pis[i], max(test_Ls), H, device=ctx.device)
         tokens.append(big.draw(make_generator(eval_seed, ctx.device), n_eval)[0])
 
-    def loss_table(model_at):
-        """Per-prompt losses ``[seed][L_train][L_test]`` of ``model_at(seed, L_train)`` run at each test L'."""
+    def loss_table(model_at, copier_at=None):
+        """Per-prompt losses ``[seed][L_train][L_test]`` of ``model_at(seed, L_train)`` run at each test L'
+        (the copier probe that matches its heads to examples from ``copier_at``, else read once per model)."""
         table = []
         for i in range(n_seeds):
             table.append({})
             for Lt in train_Ls:
                 table[i][Lt] = {}
+                m = model_at(i, Lt)
+                rep = copier_at(i, Lt) if copier_at is not None else None
+                if rep is None and any(Lp != Lt for Lp in test_Ls):
+                    rep = copier_report(m)
                 for Lp in test_Ls:
-                    m = model_at(i, Lt)
-                    out = prompt_losses(m if Lp == Lt else extend_to_L(m, Lp), torch_cat_examples(tokens[i], Lp),
-                                        pis[i])
+                    out = prompt_losses(m if Lp == Lt else extend_to_L(m, Lp, copier=rep),
+                                        torch_cat_examples(tokens[i], Lp), pis[i])
                     table[i][Lt][Lp] = out["model"]
                     bma[i][Lp], blind[i][Lp] = out["bma"], out["blind"]
         return table
 
     bma, blind = [{} for _ in range(n_seeds)], [{} for _ in range(n_seeds)]
-    loss = loss_table(lambda i, Lt: trained[i, Lt])
+    loss = loss_table(lambda i, Lt: trained[i, Lt], lambda i, Lt: copiers[i, Lt])
     outcome, G, diff, common, line = decide_w_e2(loss, bma, train_Ls, test_Ls, seeds, ctx.z)
     small, large = train_Ls[0], train_Ls[-1]
     # Controls through the same check. One model for every training L (the one trained at the largest):
