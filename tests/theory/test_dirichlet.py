@@ -106,6 +106,37 @@ def test_add_alpha_batch_agrees_with_per_prompt_counts_on_random_prompts(S):
             np.testing.assert_allclose(batch[b], add_alpha_predictive(prompt, par, alpha, S), rtol=1e-14, atol=0)
 
 
+def _rows_by_definition(x, parents, S, root_source):
+    """The query's row of the edge counts, from the definition, one prompt and one position at a time:
+    position i < T-1 with parent p (p = T-2 for a root when root_source is "last") adds 1 at s_i when s_p = s_{T-1}."""
+    T = len(parents)
+    out = np.zeros((len(x), S))
+    for b, prompt in enumerate(x):
+        for i in range(T - 1):
+            p = parents[i] if parents[i] >= 0 else (T - 2 if root_source == "last" else -1)
+            if p >= 0 and prompt[p] == prompt[-1]:
+                out[b, prompt[i]] += 1
+    return out
+
+
+@pytest.mark.parametrize("root_source", ["none", "last"])
+def test_edge_count_rows_by_definition_with_children_of_position_zero(root_source):
+    """Children of position 0 stay children of position 0 under root_source="last" (only roots read
+    s_{T-2}), and roots read s_{T-2}, not s_{T-3}: prompts where the two differ."""
+    rng = np.random.default_rng(7)
+    parents = [-1, 0, 0, 1, -1, 3, -1]  # 1, 2 children of 0; 4 a root; query 6
+    x = rng.integers(0, 3, (200, 7))
+    assert np.any(x[:, 4] != x[:, 5])
+    np.testing.assert_array_equal(edge_count_rows(x, parents, 3, root_source=root_source),
+                                  _rows_by_definition(x, parents, 3, root_source))
+
+
+def test_integral_float_tokens_of_any_float_dtype_are_read_as_integers():
+    x = np.array([[0, 1, 0, 1, 1]], dtype=np.float32)
+    assert edge_count_rows(x, [-1, 0, 1, 2, -1], 2).tolist() == [[1, 0]]  # query 1: edge 1 -> 2 leaves a 1, to a 0
+    assert edge_count_rows(x.astype(np.float64), [-1, 0, 1, 2, -1], 2).tolist() == [[1, 0]]
+
+
 # -- exact Bayes --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("alpha", [0.1, 1.0, 2.5])
 @pytest.mark.parametrize("tree", [CHAIN6, [-1, 0, -1, 2, 2, -1], [-1, -1, -1, 2, -1, -1]])
@@ -272,7 +303,11 @@ def test_entropy_rate_quadrature_is_n_definition_and_matches_the_closed_form():
         (lambda: add_alpha_batch([[0, 1, 1]], [-1, 0, 1], 1.0, 2), r"query position T-1 = 2 must be a root"),
         (lambda: add_alpha_batch([[0, 1, 1]], [-1, 0, -1], 0.0, 2), r"alpha = 0\.0 must be a finite number > 0"),
         (lambda: edge_count_rows([[0, 1, 1]], [-1, 2, -1], 2), r"node 1: parent 2 comes after it"),
-        (lambda: edge_count_rows([[0, 1, 1]], [-1, 0, -1], 2, root_source="first"), r"root_source must be one of"),
+        (lambda: edge_count_rows([[0, 1, 1]], [-1, 0, -1], 2, root_source="first"),
+         r"root_source must be one of 'none', 'last', got 'first'"),
+        (lambda: add_alpha_batch([[0, 1], [0]], [-1, -1], 1.0, 2), r"tokens could not be read as an array"),
+        (lambda: add_alpha_batch([["a", "b"]], [-1, -1], 1.0, 2), r"tokens must be integers, got dtype <U1"),
+        (lambda: add_alpha_batch([[0j, 1j]], [-1, -1], 1.0, 2), r"tokens must be integers, got dtype complex128"),
     ],
 )
 def test_bad_inputs(call, match):

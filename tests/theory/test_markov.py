@@ -251,6 +251,27 @@ def test_stationary_when_the_easiest_state_to_leave_holds_almost_no_mass():
     assert np.abs(mu @ pi - mu).max() <= 1e-300
 
 
+def test_the_overflowing_reference_is_retried_without_a_warning():
+    """The fallback above is part of the algorithm, not a fault: the reduction that overflows
+    (and divides by the zero an underflow leaves, and forms inf/inf) must not leak a
+    RuntimeWarning to the caller, in stationary() or stationary_batch()."""
+    import warnings
+
+    tiny = 1.11253693e-308
+    overflows = np.array([[0, 0, tiny, 1.0], [0.25] * 4, [0.25] * 4, [1.0, 0, 0, 0]])
+    # a cycle 0 -> 1 -> 2 -> 3 -> 0 through entries near 1e-300: the first reduction's products underflow
+    # to 0, so it divides by 0 and forms 0/0 (found by a random search over such chains)
+    underflows = np.array([[0.64, 0.36, 0, 0], [1.0, 0, 3.4e-300, 0], [0, 1.0, 0, 2.8e-300],
+                           [7.3e-301, 0.276, 0, 0.724]])
+    for pi in (overflows, underflows):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            mu = stationary(pi)
+            batch = stationary_batch(np.stack([pi, pi]))
+        assert np.all(np.isfinite(mu)) and np.array_equal(batch[0], mu) and np.array_equal(batch[1], mu)
+        assert np.abs(mu @ pi - mu).max() <= 1e-300
+
+
 def test_stationary_birth_death_chain_known_value_with_extreme_entries():
     """A birth-death chain is reversible: mu[i+1] / mu[i] = up[i] / down[i+1] exactly (detailed balance),
     a known value independent of any elimination. Entries span 1e-250..0.6 and the state hardest to
