@@ -487,12 +487,12 @@ W_E1 = Claim(
         # Seeds decided sequentially (sim.sequential). About 1 run in 6-12 keeps a layer-1 head uncopied (a
         # local minimum more steps do not leave: 2 of 24 runs at 400 and at 800 stage-1 steps), so the
         # mean over runs needs up to ~30 seeds at a random master seed; a mechanism model is cheap. The
-        # column criterion sits ~20 s.e. inside its line on a few seeds and a column model costs ~5 mechanism
-        # models, so the column models stay at col_seeds (quick) or follow "seeds" up to col_seeds_cap.
+        # column criterion sits 20-50 s.e. inside its line on 4 seeds and a column model costs ~5 mechanism
+        # models, so the column models follow "seeds" only up to col_seeds_cap.
         "quick": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 34, "seeds_start": 4, "seeds_step": 6,
-                  "n_eval": 4096,
+                  "seeds_also": ("col_seeds",), "col_seeds_cap": 6, "n_eval": 4096,
                   "steps1": 400, "batch1": 256, "steps2": 500, "batch2": 512,
-                  "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 6, "col_n_eval": 1024,
+                  "col_d": 20, "col_L": 3, "col_H": 50, "col_seeds": 4, "col_n_eval": 1024,
                   "col_steps1": 300, "col_batch1": 256, "col_steps2": 800, "col_batch2": 256},
         "standard": {"tiers": ("trained",), "d": 5, "L": 10, "H": 10, "seeds": 40, "seeds_start": 8, "seeds_step": 8,
                      "seeds_also": ("col_seeds",), "col_seeds_cap": 16, "n_eval": 8192,
