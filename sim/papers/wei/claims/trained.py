@@ -165,6 +165,7 @@ def _e1_controls(ctx: Context, mech: list[WRun], col: list[WRun], mseeds, cseeds
     """Every control of :data:`E1_CONTROLS` through :func:`decide_w_e1` (same seeds, pis and prompts)."""
     if any(np.any(r.task.pi <= 0) for r in mech + col):
         return []  # W's construction needs log pi; the assumption "pi > 0" already fails
+
     def measured(kind, r):
         # the looks of a sequential decision share their seeds: measure each seed's control once
         key = ("W.E1 control", kind, tuple(sorted(r.seeds.items())), r.task.L, r.task.H, r.task.pi.tobytes(),
@@ -310,7 +311,8 @@ def _w_e1(ctx: Context) -> TierResult:
                      "detail": f"row error {rowerr.value:.3f} ± {rowerr.stderr:.2g}; column-centred log pi alone "
                                f"predicts {gauge_num.value:.3f} (prior 5-95% {lo:.3f}-{hi:.3f}); never deciding"})
     head_err = max(max(e["col_error_heads"]) for e in cev)
-    findings = [_every_run_forms_copiers(ev, mseeds, ctx.z), 
+    findings = [
+        _every_run_forms_copiers(ev, mseeds, ctx.z),
         Finding(FindingKind.STRICTER, "W_tf read per head (each head's diagonal block) instead of their mean: "
                 f"every block's column-softmax error < {p['col_threshold']:g}",
                 Verdict.PASS if head_err < p["col_threshold"] else Verdict.FAIL,
@@ -458,7 +460,8 @@ W_E1 = Claim(
     statement=("Primary reading: W's trained mechanism, seed 000 lines 183 and 253-258 (copier heads, column-softmax "
                "error < 0.05, layer-2 attention ≈ BMA, σ(W_OV) ≈ pi, block-diagonal W_KQ, loss near BMA's, and "
                "coverage of every example from a start that does not plant it); reported as findings: W_tf read per "
-               "head (stricter), every run forming the copier heads (stricter); reported, never deciding: the row-softmax error beside its gauge prediction. "
+               "head (stricter), every run forming the copier heads (stricter); reported, never deciding: the "
+               "row-softmax error beside its gauge prediction. "
         "W's model (K = L copier heads, disentangled residual, one bilinear layer-2 head, mixture output "
         "sum_h' A(h,h') softmax(W_OV)[x_h']) trained on W's task with pi drawn once from the prior (default: "
         "Dirichlet(1) rows floored at 0.2/d) and fixed, a fresh random recursive tree per prompt, stationary root "
