@@ -384,9 +384,12 @@ class MarkovRunSpec:
     strategies: tuple = GIBSON_STRATEGIES
     ood: bool = True
     # stop early once ``stop_when_nearest`` is the nearest strategy (among ``strategies``) on the
-    # first evaluation set for ``stop_patience`` evaluations in a row (the benchmark's rule)
+    # first evaluation set for ``stop_patience`` evaluations in a row (the benchmark's rule), and
+    # nearer than the runner-up by more than ``stop_margin_z`` paired standard errors (0: nearest
+    # is enough), so that a check that decides on that margin is not stopped short of it
     stop_when_nearest: str | None = None
     stop_patience: int = 1
+    stop_margin_z: float = 0.0
     threads: int | None = None  # torch threads inside the run (sweeps set 1)
 
     def __post_init__(self):
@@ -407,6 +410,8 @@ class MarkovRunSpec:
             raise ValueError(f"unknown strategies {sorted(unknown)}; known: {', '.join(ALL_STRATEGIES)}")
         if self.K == "inf" and {"M1", "M2"} & set(self.strategies):
             raise ValueError("M1/M2 need a finite set of training chains (K = 'inf' has none)")
+        if not (isinstance(self.stop_margin_z, (int, float)) and 0 <= self.stop_margin_z < float("inf")):
+            raise ValueError(f"stop_margin_z must be a finite number >= 0, got {self.stop_margin_z!r}")
         if self.stop_when_nearest is not None and self.stop_when_nearest not in self.strategies:
             raise ValueError(f"stop_when_nearest={self.stop_when_nearest!r} is not among the strategies "
                              f"{list(self.strategies)}")
@@ -637,8 +642,12 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
             if progress is not None:
                 progress(f"step {step}/{spec.steps}")
             if spec.stop_when_nearest is not None:
-                best = min(spec.strategies, key=lambda s: ev[first_set][s][0])
-                streak = streak + 1 if best == spec.stop_when_nearest else 0
+                row = ev[first_set]
+                best, second = sorted(spec.strategies, key=lambda s: row[s][0])[:2]
+                margin = row[second][0] - row[best][0]
+                pair_se = row["pair_se"][0][spec.strategies.index(second)][spec.strategies.index(best)]
+                clear = best == spec.stop_when_nearest and margin > spec.stop_margin_z * pair_se
+                streak = streak + 1 if clear else 0
                 if streak >= spec.stop_patience:
                     stopped = step
             if stop is not None and stop(ev):

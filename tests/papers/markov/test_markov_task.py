@@ -207,6 +207,19 @@ def test_run_spec_rejects_bad_settings():
         mi.MarkovRunSpec(K="inf")
 
 
+def test_the_early_stop_waits_for_the_margin_it_is_given():
+    """At init the model predicts about uniformly, so "uniform" is nearest at step 0: nearest is enough
+    to stop there, but not a margin of a million paired standard errors (the run goes on to the end)."""
+    params = dict(C=3, K="inf", N=8, width=8, steps=6, batch=4, n_eval=6, eval_every=3, eval_log_points=0,
+                  strategies=["uniform", "G1", "G2"], threads=1, stop_when_nearest="uniform", stop_patience=1)
+    nearest = mi.run_markov(params)
+    assert nearest["stopped_at"] == 0 and nearest["steps"] == [0]
+    held_back = mi.run_markov({**params, "stop_margin_z": 1e6})
+    assert held_back["stopped_at"] is None and held_back["steps"] == [0, 3, 6]
+    with pytest.raises(ValueError, match="stop_margin_z must be a finite number >= 0"):
+        mi.MarkovRunSpec(stop_margin_z=-1.0)
+
+
 def test_a_tiny_run_is_reproducible_and_complete():
     params = dict(C=3, K=2, N=8, width=8, steps=6, batch=4, n_eval=6, eval_every=3, eval_log_points=0,
                   strategies=["uniform", "G1", "G2", "M1", "M2"], threads=1)

@@ -140,7 +140,9 @@ def _check_e1(ctx) -> TierResult:
     s = ctx.settings
     stages = tuple(ctx.params["stages"])
     seeds = list(s["seeds"])
-    params = [mr.run_params(ctx, seed=ctx.seed_for(f"train-{seed}")) for seed in seeds]
+    # a run stops early only once the last stage is nearest by the margin the decision reads (z paired s.e.)
+    stop = {"stop_margin_z": float(ctx.z)} if s.get("stop_when_nearest") else {}
+    params = [mr.run_params(ctx, seed=ctx.seed_for(f"train-{seed}"), **stop) for seed in seeds]
     records = mr.sweep_records(ctx, "stages", params)
     conclusion, deciding, judged = decide_e1(records, stages, ctx.z)
     numbers, per_seed = [], []
