@@ -324,3 +324,19 @@ def test_add_alpha_roundoff_floor_a_difference_of_1e_10_with_a_converged_quadrat
                              np.array([-1, 0]), 2, 0.1, np.array([[0, 1], [1, 0]]), True, True, {"ok": True}, 0)
     assert check.outcome.value == outcome
     assert check.record["max |difference|"] == pytest.approx(delta, rel=1e-3)
+
+
+def test_every_profile_draws_enough_prompts_for_its_frequency_tolerance():
+    """N.T's sampler check is HELD only when every rank cell is within freq_tol by z standard errors;
+    each profile's n_sampler must make that likely for a correct sampler (at 20,000 draws and
+    tolerance 0.02 the worst cell sat at the tolerance and quick was INCONCLUSIVE at a master seed)."""
+    from sim.papers.nichani.claims.task_laws import N_T_CLAIM, sampler_draws_needed
+
+    for profile, s in N_T_CLAIM.settings.items():
+        need = sampler_draws_needed(s["freq_tol"], 3.0, len(s["graphs"]), s["S"])
+        assert s["n_sampler"] >= need, (profile, s["n_sampler"], need)
+    # the rule itself: a cell's worst frequency error (z + z_m) * 0.5 / sqrt(n) meets the tolerance at n
+    n = sampler_draws_needed(0.02, 3.0, 2)
+    from scipy import stats
+    z_m = stats.norm.isf(1e-3 / (2 * 2 * 5 * 10))
+    assert (3.0 + z_m) * 0.5 / n ** 0.5 <= 0.02 < (3.0 + z_m) * 0.5 / (n - 1) ** 0.5
