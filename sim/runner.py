@@ -200,8 +200,8 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
     def look(n: int, z_look: float):
         ctx.progress(f"{claim.id} [{tier}] {n} seeds")
         # dataclasses.replace keeps the same memo_store: the looks share their trained seeds
-        look_ctx = dataclasses.replace(ctx, z=z_look, overrides={**ctx.overrides, key: n,
-                                                                 **{k: min(n, int(s.get(f"{k}_cap", n))) for k in also if s.get(k)}})
+        following = {k: min(n, int(s.get(f"{k}_cap", n))) for k in also if s.get(k)}
+        look_ctx = dataclasses.replace(ctx, z=z_look, overrides={**ctx.overrides, key: n, **following})
         res = _checked(claim.checks[tier](look_ctx), claim, tier)
         outcome = _LOOK_OUTCOME.get(res.verdict, Outcome.HELD)  # ERROR: stop and report it
         return outcome, res, f"{res.verdict.value}: {res.summary[:300]}"

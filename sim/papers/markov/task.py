@@ -644,9 +644,10 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
             if spec.stop_when_nearest is not None:
                 row = ev[first_set]
                 best, second = sorted(spec.strategies, key=lambda s: row[s][0])[:2]
-                margin = row[second][0] - row[best][0]
-                pair_se = row["pair_se"][0][spec.strategies.index(second)][spec.strategies.index(best)]
-                clear = best == spec.stop_when_nearest and margin > spec.stop_margin_z * pair_se
+                clear = best == spec.stop_when_nearest
+                if clear and spec.stop_margin_z > 0:
+                    pair_se = row["pair_se"][0][spec.strategies.index(second)][spec.strategies.index(best)]
+                    clear = row[second][0] - row[best][0] > spec.stop_margin_z * pair_se
                 streak = streak + 1 if clear else 0
                 if streak >= spec.stop_patience:
                     stopped = step

@@ -180,6 +180,11 @@ def _draw(prior: Prior, rng: np.random.Generator, n: int) -> np.ndarray:
     return prior.sample(rng, n)
 
 
+#: The sampler's tests per group of draws (:func:`_sampler_group`): query, non-query root, edge parent,
+#: edge child, target.
+SAMPLER_TESTS = 5
+
+
 def _sampler_checks(ctx: Context, sampler, prior: Prior, graph_names, S: int, T: int, n: int,
                     min_group: int = 200) -> tuple[list[InstanceCheck], list[dict]]:
     """The task's law, checked on ``n`` prompts per graph: non-query roots ~ mu_pi, query
@@ -191,7 +196,7 @@ def _sampler_checks(ctx: Context, sampler, prior: Prior, graph_names, S: int, T:
     stationary law; draws without one are left out (roots ~ mu_pi is undefined). Groups of
     fewer than ``min_group`` draws are skipped. Returns the checks and each graph's structure."""
     z = ctx.z
-    n_tests = 5 * len(graph_names)
+    n_tests = SAMPLER_TESTS * len(graph_names)
     alpha_bonf = math.erfc(z / math.sqrt(2)) / n_tests  # two-sided z-level, Bonferroni over all tests
     tol = float(ctx.settings["freq_tol"])
     rng_pi, rng_seq, rng_pick = ctx.rng("sampler/pi"), ctx.rng("sampler/sequences"), ctx.rng("sampler/pick")
@@ -214,7 +219,7 @@ def _sampler_checks(ctx: Context, sampler, prior: Prior, graph_names, S: int, T:
     return out, structures
 
 
-def sampler_draws_needed(freq_tol: float, z: float, n_graphs: int, S: int = N_S, tests: int = 5,
+def sampler_draws_needed(freq_tol: float, z: float, n_graphs: int, S: int = N_S, tests: int = SAMPLER_TESTS,
                          miss: float = 1e-3) -> int:
     """Draws per graph for which a correct sampler's check is HELD with probability ``1 - miss``.
 
