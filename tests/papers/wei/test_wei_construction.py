@@ -146,16 +146,53 @@ def test_the_hand_built_layer_is_the_construction_at_large_beta():
 
 def test_decide_tv_limit_needs_the_error_to_head_for_zero():
     """The boundary of the deciding check on paired synthetic TVs: a decay to 0 holds; a plateau, and a
-    decrease that levels off above half its start, are violations."""
+    decrease that has levelled off above half its start, are violations; a decrease still falling at
+    the end of the grid but not yet at half is undecided (a finite L does not refute a limit)."""
     from sim.papers.wei.claims.construction import decide_tv_limit
 
-    noise = np.random.default_rng(0).normal(0, 0.005, 400)
+    rng = np.random.default_rng(0)
+    common = rng.normal(0, 0.005, 400)  # the prompts' own difficulty, shared across L (paired)
+
+    def tvs(f, Ls):  # per-prompt TVs: the curve, the shared part, and a small part of each L's own
+        return {L: f(L) + common + rng.normal(0, 0.002, 400) for L in Ls}
+
     Ls = (1, 4, 16, 48)
-    to_zero = {L: 0.1 * np.exp(-L / 16) + noise / L for L in Ls}
-    plateau = {L: 0.1 + noise for L in Ls}
-    levels_off = {L: 0.06 + 0.04 * np.exp(-L / 8) + noise for L in Ls}
+    to_zero = tvs(lambda L: 0.1 * np.exp(-L / 16), Ls)
+    plateau = tvs(lambda L: 0.1 + 0 * L, Ls)
     assert decide_tv_limit(to_zero, 0, 3.0)["outcome"] is Outcome.HELD
     assert decide_tv_limit(plateau, 0, 3.0)["outcome"] is Outcome.VIOLATED
-    dec = decide_tv_limit(levels_off, 0, 3.0)
-    assert all(e.value > 0 for _, _, e in dec["steps"])  # it does decrease, step by step...
-    assert dec["outcome"] is Outcome.VIOLATED and dec["halving_outcome"] is Outcome.VIOLATED  # ...but not towards 0
+    levels_off = lambda L: 0.06 + 0.04 * np.exp(-L / 8)  # noqa: E731
+    dec = decide_tv_limit(tvs(levels_off, Ls + (96,)), 0, 3.0)
+    assert all(e.value > 0 for _, _, e in dec["steps"][:-1])  # it does decrease, step by step...
+    assert not dec["still_falling"]  # ...then levels off, above half its start: a plateau
+    assert dec["outcome"] is Outcome.VIOLATED and dec["halving_outcome"] is Outcome.VIOLATED
+    slow = decide_tv_limit(tvs(lambda L: 0.1 / (1 + L / 96), Ls), 0, 3.0)
+    assert slow["halving_outcome"] is Outcome.VIOLATED and slow["still_falling"]
+    assert slow["outcome"] is Outcome.UNDECIDED and "larger L decides" in slow["line"]
+    # the same slow decay, looked at far enough along L, holds
+    assert decide_tv_limit(tvs(lambda L: 0.1 / (1 + L / 96), Ls + (96, 192, 384)), 0, 3.0)["outcome"] is Outcome.HELD
+
+
+def test_tv_limit_grid_doubles_up_to_the_cap_and_halving_z_is_bonferroni():
+    from scipy import stats
+
+    from sim.papers.wei.claims.construction import halving_z, tv_limit_grid
+
+    assert tv_limit_grid((16, 1, 4, 48), 48) == [1, 4, 16, 48]
+    assert tv_limit_grid((1, 4, 16, 48), 192) == [1, 4, 16, 48, 96, 192]
+    assert tv_limit_grid((1, 4, 16, 48), 150) == [1, 4, 16, 48, 96, 150]
+    with pytest.raises(ValueError, match="mc_L_cap = 40"):
+        tv_limit_grid((1, 48), 40)
+    assert halving_z(3.0, 1) == 3.0
+    assert stats.norm.sf(halving_z(3.0, 3)) == pytest.approx(stats.norm.sf(3.0) / 3)
+
+
+def test_the_montecarlo_tier_looks_further_along_l_while_not_yet_at_half(run):
+    """A grid that stops at L = 4 is not yet at half; the tier doubles L_max up to mc_L_cap, reports
+    the grid it used, and decides there. Without room to extend it cannot PASS."""
+    short = run(W_T1, tiers=("montecarlo",), mc_L=(1, 4), mc_L_cap=4).tiers[0]
+    assert short.verdict is not Verdict.PASS, short.summary
+    longer = run(W_T1, tiers=("montecarlo",), mc_L=(1, 4), mc_L_cap=64).tiers[0]
+    assert longer.verdict is Verdict.PASS, longer.summary
+    looked = [n.name for n in longer.numbers if n.name.startswith("mean TV(prediction, pi(.|x_pa)) at L=")]
+    assert len(looked) > 2 and "extended to L=" in longer.summary and "Bonferroni over 5 looks" in longer.summary

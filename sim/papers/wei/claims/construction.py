@@ -28,7 +28,8 @@ from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outc
 from sim.claims.base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from sim.claims.inputs import draw_matrices, record_matrix
 
-__all__ = ["attention_error_bound", "decide_tv_limit", "attention_mixture", "W_T1", "CLAIMS"]
+__all__ = ["attention_error_bound", "decide_tv_limit", "tv_limit_grid", "halving_z", "attention_mixture", "W_T1",
+           "CLAIMS"]
 
 _ASSUMPTIONS = ("min pi > 0 (log pi finite)",)
 #: Below this the attention error is float64 round-off, not the copy error: left out of the rate fit.
@@ -282,7 +283,28 @@ def _combine(outs):
             Outcome.UNDECIDED if Outcome.UNDECIDED in outs else Outcome.HELD)
 
 
-def decide_tv_limit(tv: dict, seed: int, z: float) -> dict:
+def tv_limit_grid(Ls, cap: int) -> list[int]:
+    """The L grid the Monte Carlo tier may look at: ``Ls`` (sorted), then ``L_max`` doubled while
+    it stays at most ``cap`` (and ``cap`` itself last when the doubling skips it)."""
+    grid = sorted(int(L) for L in Ls)
+    if cap < grid[-1]:
+        raise ValueError(f"W.T1 setting mc_L_cap = {cap} is below the largest L of mc_L ({grid[-1]})")
+    while 2 * grid[-1] <= cap:
+        grid.append(2 * grid[-1])
+    if grid[-1] < cap:
+        grid.append(int(cap))
+    return grid
+
+
+def halving_z(z: float, looks: int) -> float:
+    """The ``z`` each look of the halving test decides at: Bonferroni over the ``looks`` planned L's,
+    ``Phi^{-1}(1 - Phi(-z) / looks)`` (as :meth:`sim.sequential.SeedSchedule.z_look`)."""
+    from scipy import stats
+
+    return float(z) if looks <= 1 else float(stats.norm.isf(stats.norm.sf(z) / looks))
+
+
+def decide_tv_limit(tv: dict, seed: int, z: float, z_halving: float | None = None) -> dict:
     """The Monte Carlo tier's deciding check: does the mean TV(prediction, pi(.|x_pa(h))) go to 0 along L?
 
     ``tv[L]`` holds per-prompt TVs (mean over positions), paired across L (the same prompts, the
@@ -291,22 +313,31 @@ def decide_tv_limit(tv: dict, seed: int, z: float) -> dict:
     - decreasing: ``TV(L_k) - TV(L_{k+1}) > 0`` at every step of the grid;
     - towards 0, not to a plateau: ``TV(L_min) - 2 TV(L_max) > 0``, i.e. the error at the largest L
       is at most half the error at the smallest (stated up front; a predictor that stops improving
-      at a positive level, such as a uniform mixture, fails it).
+      at a positive level, such as a uniform mixture, fails it). Decided at ``z_halving`` (default
+      ``z``; the tier passes a Bonferroni ``z`` when it may extend the grid, :func:`halving_z`).
+      Not yet at half while the last step still falls beyond its error is UNDECIDED, not a
+      violation: the statement is a limit in L, and a larger L decides it. A violation needs the
+      error above half *and* no longer falling at the end of the grid (a plateau).
 
-    Returns ``{"outcome", "steps": [(a, b, Estimate)], "halving": Estimate, "line"}``; it runs on
-    the construction and on every control model alike.
+    Returns ``{"outcome", "steps": [(a, b, Estimate)], "halving": Estimate, "halving_outcome",
+    "still_falling", "line"}``; it runs on the construction and on every control model alike.
     """
     Ls = sorted(tv)
+    zh = z if z_halving is None else z_halving
     steps = [(a, b, mean_estimate(tv[a] - tv[b], seed)) for a, b in zip(Ls, Ls[1:])]
     halving = mean_estimate(tv[Ls[0]] - 2 * tv[Ls[-1]], seed)
     outs = [compare(e.value, 0.0, stderr=e.stderr, z=z) for _, _, e in steps]
-    out_half = compare(halving.value, 0.0, stderr=halving.stderr, z=z)
+    out_half = compare(halving.value, 0.0, stderr=halving.stderr, z=zh)
+    still_falling = bool(outs) and outs[-1] is Outcome.HELD
+    towards_zero = Outcome.UNDECIDED if out_half is Outcome.VIOLATED and still_falling else out_half
     worst = min(steps, key=lambda t: t[2].value - z * t[2].stderr)
-    line = (f"TV(L={Ls[0]}) - 2 TV(L={Ls[-1]}) = {halving.value:.4g} ± {halving.stderr:.2g} (needs > 0 by {z:g} "
+    line = (f"TV(L={Ls[0]}) - 2 TV(L={Ls[-1]}) = {halving.value:.4g} ± {halving.stderr:.2g} (needs > 0 by {zh:.3g} "
             f"s.e.); smallest step TV(L={worst[0]}) - TV(L={worst[1]}) = {worst[2].value:.4g} ± {worst[2].stderr:.2g} "
             f"(needs > 0)")
-    return {"outcome": _combine(outs + [out_half]), "steps": steps, "halving": halving, "halving_outcome": out_half,
-            "line": line}
+    if out_half is Outcome.VIOLATED and still_falling:
+        line += f"; not yet at half but still falling at L={Ls[-1]} (a larger L decides)"
+    return {"outcome": _combine(outs + [towards_zero]), "steps": steps, "halving": halving,
+            "halving_outcome": out_half, "still_falling": still_falling, "line": line}
 
 
 def attention_mixture(tokens, pi, W, L):
@@ -337,6 +368,35 @@ _CONTROLS = (
 )
 
 
+def _grid_note(Ls, n_start: int, planned, zh: float) -> str:
+    """How far along L the tier looked: the profile's grid, and the L's added while not yet at half."""
+    if len(planned) == n_start:
+        return ""
+    added = Ls[n_start:]
+    return (f"; L grid {Ls[:n_start]}" + (f" extended to L={added[-1]}" if added else "")
+            + f" (L_max doubles up to {planned[-1]} while TV(L_max) is not yet at half; the halving at "
+              f"z = {zh:.3g}, Bonferroni over {len(planned) - n_start + 1} looks)")
+
+
+def _tv_budget(dec: dict, n: int, n_matrices: int, z: float, Ls) -> str:
+    """What would decide an undecided Monte Carlo tier: a larger L while the error is not yet at
+    half, else more prompts for the step that is within its error of 0."""
+    if dec["halving_outcome"] is not Outcome.HELD and dec["still_falling"]:
+        return (f"a larger L: the error is still falling at L={Ls[-1]} but not yet at half (mc_L_cap = "
+                f"{2 * Ls[-1]} or more)")
+    a, b, e = min(dec["steps"], key=lambda t: t[2].value / max(t[2].stderr, 1e-300))
+    tests = [(f"TV(L={a}) - TV(L={b})", e)]
+    if dec["halving_outcome"] is Outcome.UNDECIDED:
+        tests.append((f"TV(L={Ls[0]}) - 2 TV(L={Ls[-1]})", dec["halving"]))
+    name, worst = min(tests, key=lambda t: t[1].value / max(t[1].stderr, 1e-300))
+    if worst.value <= 0:
+        return (f"more prompts (mc_prompts): {name} = {worst.value:.3g} ± {worst.stderr:.2g} is within its error of "
+                f"0, so no prompt count can be promised")
+    need = int(math.ceil(n * (z * worst.stderr / worst.value) ** 2 * 1.2))
+    return (f"about {need} prompts in all (mc_prompts = {int(math.ceil(need / n_matrices))}) to resolve {name} "
+            f"(z = {z:g}, 20% headroom)")
+
+
 def _w_t1_montecarlo(ctx: Context) -> TierResult:
     import matplotlib
 
@@ -358,26 +418,44 @@ def _w_t1_montecarlo(ctx: Context) -> TierResult:
                           "W's construction is undefined for pi with a zero entry (log pi = -inf); not evaluated",
                           assumptions=[assumption], counterexample=_zero_record(bad),
                           conclusion_without_assumptions="not evaluated: the construction does not exist there")
-    Lmax = Ls[-1]
-    tv = {name: {L: [] for L in Ls} for name in ("mixture", "logits") + tuple(c[0] for c in _CONTROLS)}
+    n_start = len(Ls)
+    planned = tv_limit_grid(Ls, int(s.get("mc_L_cap", Ls[-1])))
+    zh = halving_z(ctx.z, len(planned) - len(Ls) + 1)
+    Lcap = planned[-1]
+    names = ("mixture", "logits") + tuple(c[0] for c in _CONTROLS)
+    tv = {name: {} for name in names}
+    prompts = []  # per matrix: (tokens up to L_cap, pi(.|x_pa(h))); every L reads the same prompts
     for pi in pis:
         parents = random_recursive_parents(rng_tree, H, B)  # (B, H)
-        tokens = sample_w_prompts(rng_seq, pi, parents, Lmax)  # (B, Lmax+1, H); target is row Lmax
-        target = tokens[:, Lmax]  # (B, H)
-        truth = pi[target[np.arange(B)[:, None], parents[:, 1:]]]  # (B, H-1, d): pi(. | x_pa(h))
-        for L in Ls:
-            ctx.progress(f"W.T1 montecarlo L={L}")
-            sub = np.concatenate([tokens[:, :L], tokens[:, Lmax:]], axis=1)  # (B, L+1, H), paired across L
+        tokens = sample_w_prompts(rng_seq, pi, parents, Lcap)  # (B, Lcap+1, H); target is row Lcap
+        target = tokens[:, Lcap]  # (B, H)
+        prompts.append((tokens, pi[target[np.arange(B)[:, None], parents[:, 1:]]]))  # truth: (B, H-1, d)
+
+    def measure(L):
+        ctx.progress(f"W.T1 montecarlo L={L}")
+        for name in names:
+            tv[name][L] = []
+        for pi, (tokens, truth) in zip(pis, prompts):
+            sub = np.concatenate([tokens[:, :L], tokens[:, Lcap:]], axis=1)  # (B, L+1, H), paired across L
             for name in ("mixture", "logits"):
                 model = _build(pi, L, H, beta, ctx.params, name, device=ctx.device)
                 logp, _ = _forward(model, sub, device=ctx.device, chunk=max(1, 4096 // L))
                 tv[name][L].append(0.5 * np.abs(np.exp(logp) - truth).sum(-1).mean(-1))  # (B,)
             for name, _, W_of in _CONTROLS:  # hand-built wrong layer 2, same prompts
                 tv[name][L].append(0.5 * np.abs(attention_mixture(sub, pi, W_of(pi), L) - truth).sum(-1).mean(-1))
+        for name in names:
+            tv[name][L] = np.concatenate(tv[name][L])
+
+    for L in Ls:
+        measure(L)
+    # a limit in L: while the construction's error is not yet at half, look further along L (Bonferroni z_h)
+    while decide_tv_limit(tv["mixture"], seed_seq, ctx.z, zh)["halving_outcome"] is not Outcome.HELD \
+            and len(Ls) < len(planned):
+        Ls.append(planned[len(Ls)])
+        measure(Ls[-1])
     n = len(pis) * B
-    arr = {name: {L: np.concatenate(tv[name][L]) for L in Ls} for name in tv}
-    est = {name: {L: mean_estimate(arr[name][L], seed_seq) for L in Ls} for name in tv}
-    decision = {name: decide_tv_limit(arr[name], seed_seq, ctx.z) for name in tv}
+    est = {name: {L: mean_estimate(tv[name][L], seed_seq) for L in Ls} for name in tv}
+    decision = {name: decide_tv_limit(tv[name], seed_seq, ctx.z, zh) for name in tv}
     dec = decision["mixture"]
     conclusion = dec["outcome"]
     steps = dec["steps"]
@@ -397,16 +475,13 @@ def _w_t1_montecarlo(ctx: Context) -> TierResult:
             cex.update({"L_from": a, "L_to": b, "TV increase": -e.value, "stderr": e.stderr})
     budget = ""
     if conclusion is Outcome.UNDECIDED:
-        tests = [e for _, _, e in steps] + [dec["halving"]]
-        worst = min(tests, key=lambda e: e.value / max(e.stderr, 1e-300))
-        need = int(math.ceil(n * (ctx.z * worst.stderr / max(worst.value, 1e-12)) ** 2 * 1.2))
-        budget = (f"about {need} prompts in all (mc_prompts = {int(math.ceil(need / len(pis)))}) to resolve every "
-                  f"step and the halving")
+        budget = _tv_budget(dec, n, len(pis), ctx.z, Ls)
     res = TierResult(
         "montecarlo", tier_verdict([assumption], conclusion), conclusion,
         f"mean TV(prediction, pi(.|x_pa(h))) over {n} prompts (random trees, {len(pis)} matrices, beta = {beta}): "
         + ", ".join(f"L={L}: {est['mixture'][L].value:.4f}±{est['mixture'][L].stderr:.2g}" for L in Ls)
-        + f"; decreasing step by step and at most half at L={Ls[-1]}: {conclusion.value} ({dec['line']})",
+        + f"; decreasing step by step and at most half at L={Ls[-1]}: {conclusion.value} ({dec['line']})"
+        + _grid_note(Ls, n_start, planned, zh),
         assumptions=[assumption], numbers=numbers, counterexample=cex, budget=budget)
     res.readings.append({"name": "prediction -> pi(.|x_pa(h)) as L grows: mean TV decreasing step by step and "
                                  f"TV(L={Ls[-1]}) <= TV(L={Ls[0]}) / 2 (decides)",
@@ -452,7 +527,9 @@ W_T1 = Claim(
                 "construction's own error bound at every beta of a grid, a bound that goes to 0 as beta -> inf "
                 "(not a fixed tolerance); the L-limit by the mean TV to pi(.|x_pa) falling along a grid of L at "
                 "large beta, step by step and to at most half its value at the smallest L (towards 0, not to a "
-                "plateau: a uniform mixture and an anti-BMA attention, the negative controls, fail it). W states "
+                "plateau: a uniform mixture and an anti-BMA attention, the negative controls, fail it). The grid "
+                "extends along L (L_max doubled up to a cap) while the error is not yet at half, and an error still "
+                "falling at the cap is INCONCLUSIVE, never a FAIL: a finite L does not refute a limit. W states "
                 "no rate, so the e^{-2 beta} rate is a stricter-criterion finding; the logits "
                 "output is outside W's setting (W's pseudo-code outputs the mixture).")),
     statement=("Primary reading: W Theorem 1's two limits with W's mixture output (seed 000, lines 117-127); "
@@ -468,7 +545,9 @@ W_T1 = Claim(
                "every beta of a grid, and the mixture prediction is within it of bma_predictive at the largest beta. "
                "Monte Carlo tier: at large beta, the mean over prompts and positions of TV(prediction, "
                "pi(.|x_pa(h))) decreases step by step along a grid of L and TV(L_max) <= TV(L_min)/2 (towards 0, not a "
-               "plateau), both on paired prompts with margin z s.e. (sim.papers.wei.claims.construction.decide_tv_limit). "
+               "plateau), both on paired prompts with margin z s.e. (sim.papers.wei.claims.construction.decide_tv_limit); "
+               "while TV(L_max) is not yet at half, L_max doubles up to mc_L_cap (the halving at a Bonferroni z over "
+               "those looks), and an error above half that still falls at the cap is INCONCLUSIVE. "
                "Negative controls through the same check, each must FAIL: the uniform mixture (W = 0) and the "
                "anti-BMA attention (W = -log pi), hand-built layer 2 at beta -> inf (attention_mixture)."),
     assumptions=_ASSUMPTIONS,
@@ -476,15 +555,15 @@ W_T1 = Claim(
     settings={
         "quick": {"tiers": ("exact", "montecarlo"), "n_matrices": 2, "dims": (2, 3), "L": 4, "H": 5,
                   "n_contexts": 16, "betas": (2, 4, 6, 8, 10, 12, 14), "rate_fit_min_beta": 4, "rate_tol": 0.1,
-                  "mc_L": (1, 4, 16, 48), "mc_H": 6, "mc_d": 3, "mc_prompts": 200,
+                  "mc_L": (1, 4, 16, 48), "mc_L_cap": 192, "mc_H": 6, "mc_d": 3, "mc_prompts": 600,
                   "mc_matrices": 2, "mc_beta": 30.0},
         "standard": {"tiers": ("exact", "montecarlo"), "n_matrices": 4, "dims": (2, 3, 5), "L": 6, "H": 6,
                      "n_contexts": 64, "betas": (2, 4, 6, 8, 10, 12, 14, 16), "rate_fit_min_beta": 4,
-                     "rate_tol": 0.1, "mc_L": (1, 4, 16, 64), "mc_H": 6, "mc_d": 3,
+                     "rate_tol": 0.1, "mc_L": (1, 4, 16, 64), "mc_L_cap": 256, "mc_H": 6, "mc_d": 3,
                      "mc_prompts": 800, "mc_matrices": 3, "mc_beta": 30.0},
         "paper": {"tiers": ("exact", "montecarlo"), "n_matrices": 8, "dims": (2, 3, 5, 10), "L": 10, "H": 10,
                   "n_contexts": 128, "betas": (2, 4, 6, 8, 10, 12, 14, 16), "rate_fit_min_beta": 4,
-                  "rate_tol": 0.1, "mc_L": (1, 4, 16, 64, 128), "mc_H": 8, "mc_d": 5,
+                  "rate_tol": 0.1, "mc_L": (1, 4, 16, 64, 128), "mc_L_cap": 512, "mc_H": 8, "mc_d": 5,
                   "mc_prompts": 2000, "mc_matrices": 4, "mc_beta": 30.0},
     },
     params={"W_block": _log_pi, "rate": 2.0},
