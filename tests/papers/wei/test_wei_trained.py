@@ -149,11 +149,41 @@ def test_w_e1_deciding_check_passes_the_construction_and_fails_every_wrong_mecha
         cm = [_measure(r, _control_model(kind, r)) for r in runs]
         outs, _, _ = decide_w_e1(cm, cm, seeds, seeds, p, 3.0, [e["copier"].n_covered for e in cm], L)
         failed[kind] = {k for k, o in outs.items() if o is Outcome.VIOLATED}
-    assert {"copier", "column", "layer-2 attention ≈ BMA", "σ(W_OV) ≈ pi", "block-diagonal W_KQ"} <= failed["untrained"]
+    # the init forms no copier heads: it fails there, and the layer-2 criteria (read on runs whose copier heads
+    # formed) are not measured on it; the two wired controls below have copiers and fail the layer-2 criteria
+    assert {"copier", "column"} <= failed["untrained"]
     assert {"copier", "coverage"} <= failed["iid-start"]
     assert {"column", "layer-2 attention ≈ BMA"} <= failed["reversed edges"]
     assert "copier" not in failed["reversed edges"] and "σ(W_OV) ≈ pi" not in failed["reversed edges"]
     assert {"column", "layer-2 attention ≈ BMA", "loss near BMA"} <= failed["uniform layer 2"]
+
+
+def test_w_e1_layer2_criteria_read_the_runs_whose_copier_heads_formed():
+    """A stuck run (a head left uncopied, layer 2 far from BMA) counts against the copier criterion over
+    all runs, not against the layer-2 criteria, which read the runs whose copier heads formed; with fewer
+    than 2 such runs those criteria are undecided, never computed on the stuck runs."""
+    from types import SimpleNamespace
+
+    from sim.papers.wei.claims.trained import LAYER2_CRITERIA, _measure, decide_w_e1
+    from sim.verdict import Outcome
+
+    p = get("W.E1").params
+    L, H = 10, 8
+    runs = [_e1_run(wei_construction(pi, L, H, 10.0), pi, L, H) for pi in E1_SEED_PIS]
+    seeds = list(range(1, len(runs) + 1))
+    ev = [_measure(r) for r in runs]
+    stuck = {**ev[0], "copier": SimpleNamespace(min_score=0.3), "tv_closed": 0.2, "gap_closed": 0.1}
+    outs, nums, details = decide_w_e1(ev + [stuck], ev, seeds + [99], seeds, p, 3.0, None, L)
+    assert nums["copier"].n == 7 and nums["copier"].value < min(e["copier"].min_score for e in ev)
+    for k in LAYER2_CRITERIA:
+        assert nums[k].n == 6 and outs[k] is Outcome.HELD and "6 of 7" in details[k], details[k]
+    outs, nums, details = decide_w_e1([ev[0], stuck, stuck], ev, [1, 98, 99], seeds, p, 3.0, None, L)
+    for k in LAYER2_CRITERIA:
+        assert k not in nums and outs[k] is Outcome.UNDECIDED and "fewer than 2" in details[k]
+    # the same stuck runs read as formed would have decided the layer-2 criteria against W's mechanism
+    formed = {**stuck, "copier": SimpleNamespace(min_score=0.9)}
+    outs, _, _ = decide_w_e1([formed] * 3 + [dict(formed, tv_closed=0.25)] * 3, ev, seeds, seeds, p, 3.0, None, L)
+    assert outs["layer-2 attention ≈ BMA"] is Outcome.VIOLATED
 
 
 def test_w_e1_model_wired_to_reversed_edges_fails(run_claim, monkeypatch):
