@@ -5,7 +5,10 @@
 - :data:`N_RECIPE`: Nichani, Damian & Lee's recipe, from their reference code
   (``single_parent.py``; CLAIMS.md N.E): CatFormer heads [1, 1], all blocks from zero, plain
   gradient descent at learning rate 1, cosine decay over ``2**17`` steps, batch 1024, no weight
-  decay (their notebooks run ``2**12``-``2**16`` steps). Only this recipe decides N.E.
+  decay (their notebooks run ``2**12``-``2**16`` steps).
+- :data:`N_MANY_GRAPHS_RECIPE`: their ``many_graphs.ipynb`` (S = 3, 20 random graphs, each position a
+  root w.p. 1/2): plain gradient descent at a constant lr 1 for ``2**14`` steps, batch 1024. N's
+  two recipes are the only ones that decide N.E.
 - :data:`FAST_RECIPE`: this project's faster recipe for the same model and task (Adam at
   lr 0.05, all blocks from zero, trained jointly, 1,500 steps): it tells a slow optimiser from
   a mechanism the model does not form.
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 if TYPE_CHECKING:
     from sim.train import Stage
 
-__all__ = ["Recipe", "N_RECIPE", "FAST_RECIPE", "N_E_RECIPE_DEFAULTS", "K9_RECIPE_DEFAULTS", "recipe_from_settings"]
+__all__ = ["Recipe", "N_RECIPE", "N_MANY_GRAPHS_RECIPE", "FAST_RECIPE", "N_E_RECIPE_DEFAULTS", "K9_RECIPE_DEFAULTS", "recipe_from_settings"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,11 @@ class Recipe:
 
 #: N's ``single_parent.py``: CatFormer heads [1, 1] from zero, plain GD, lr 1, cosine over 2**17 steps.
 N_RECIPE = Recipe("N's recipe (single_parent.py)", "sgd", lr=1.0, steps=2**17, batch=1024)
+
+#: N's ``many_graphs.ipynb`` (the run behind N's 0.837 ± 0.054 on 20 random graphs at S = 3): plain GD at a
+#: constant lr 1 for 2**14 steps, batch 1024 (its ``wd = 2e-4`` is defined but not passed to ``optax.sgd``).
+N_MANY_GRAPHS_RECIPE = Recipe("N's recipe (many_graphs.ipynb)", "sgd", lr=1.0, steps=2**14, batch=1024,
+                              schedule="constant")
 
 #: This project's faster recipe for the same model and task (all blocks trained jointly).
 FAST_RECIPE = Recipe("fast recipe", "adam", lr=0.05, steps=1500, batch=1024, init_scale=0.0)

@@ -66,7 +66,7 @@ __all__ = [
 #: N's task as N's code runs it (Knowl 2): alphabet S, prompt length T, Dirichlet(alpha) rows
 N_S, N_T, N_ALPHA = 10, 20, 0.1
 #: N's graph families (``single_parent.py``)
-GRAPHS = ("chain", "icl", "random")
+GRAPHS = ("chain", "icl", "random", "many")
 
 
 def _check(tokens, parents, S):
@@ -450,8 +450,9 @@ def sample_multiparent_prompts(rng, S: int, parent_sets, alpha: float, n: int, *
 def n_graph(name: str, T: int, rng: np.random.Generator | None = None) -> np.ndarray:
     """N's graphs as parent arrays of length ``T``; the query ``T-1`` is a root.
 
-    ``name`` is one of :data:`GRAPHS`: ``chain``, ``icl`` (the in-context function graph) or
-    ``random`` (``p(i) ~ Unif{-1..i-1}``, needs ``rng``); the laws are
+    ``name`` is one of :data:`GRAPHS`: ``chain``, ``icl`` (the in-context function graph),
+    ``random`` (``p(i) ~ Unif{-1..i-1}``, needs ``rng``) or ``many`` (N's ``many_graphs.ipynb`` law:
+    each context position a root w.p. 1/2, needs ``rng``); the laws are
     :func:`theory.graphs.n_parents`'s. A user's graph (:class:`theory.graphs.GivenGraph`,
     ``icl-verify run --graph``) stands for itself.
     """

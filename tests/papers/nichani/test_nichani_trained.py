@@ -4,6 +4,7 @@ model trained on the wrong task FAILs with a counterexample, a broken assumption
 ASSUMPTION_UNMET. CUDA is not available on the machine these were written on: the device
 handling is exercised with CPU tensors (the CUDA test runs only where torch sees a GPU)."""
 import dataclasses
+import zlib
 
 import numpy as np
 import pytest
@@ -70,6 +71,33 @@ def test_n_e_recipes_are_ns_algorithm_and_only_ns_recipe_decides():
         assert not is_n_recipe(recipe_from_settings(N_E.settings[profile]["recipe"], N_E_RECIPE_DEFAULTS))
     assert not is_n_recipe(dataclasses.replace(N_RECIPE, lr=20.0))
     assert not is_n_recipe(dataclasses.replace(N_RECIPE, steps=2000))
+
+
+def test_n_many_graphs_recipe_decides_and_its_run_uses_it():
+    """N's many_graphs.ipynb recipe (constant lr 1, 2**14 steps, batch 1024: the run behind N's 0.837) is
+    N's too; the same steps with N's other schedule, or fewer steps, are not. benchmarks/n_recipe runs it
+    on the many-graphs law, one graph drawn per model from the claim's tree stream."""
+    from benchmarks.n_recipe import overrides
+    from sim.papers.nichani.claims.reporting import claim_graph
+    from sim.papers.nichani.recipes import N_MANY_GRAPHS_RECIPE
+
+    assert (N_MANY_GRAPHS_RECIPE.optimizer, N_MANY_GRAPHS_RECIPE.lr, N_MANY_GRAPHS_RECIPE.steps,
+            N_MANY_GRAPHS_RECIPE.batch, N_MANY_GRAPHS_RECIPE.schedule) == ("sgd", 1.0, 2**14, 1024, "constant")
+    assert is_n_recipe(N_MANY_GRAPHS_RECIPE)
+    assert not is_n_recipe(dataclasses.replace(N_MANY_GRAPHS_RECIPE, schedule="cosine"))
+    assert not is_n_recipe(dataclasses.replace(N_MANY_GRAPHS_RECIPE, steps=2**13))
+    ov = overrides(5, 2**14)
+    assert is_n_recipe(recipe_from_settings(ov["recipe"], N_E_RECIPE_DEFAULTS))
+    assert not is_n_recipe(recipe_from_settings(overrides(5, 100)["recipe"], N_E_RECIPE_DEFAULTS))
+    assert ov["graphs"] == ("many",) and ov["S"] == 3 and ov["random_graphs"] == 5
+
+    class Ctx:  # the claim's tree stream: one generator per tag
+        def rng(self, name):
+            return np.random.default_rng(zlib.crc32(name.encode()))
+
+    a, b = claim_graph("many", 20, Ctx(), "many/0"), claim_graph("many", 20, Ctx(), "many/1")
+    assert a[0] == -1 and a[-1] == -1 and all(p < i for i, p in enumerate(a) if p >= 0)
+    assert not np.array_equal(a, b)
 
 
 def test_n_e_quick_says_up_front_that_the_paper_profile_decides(tmp_path):

@@ -72,9 +72,10 @@ from sim.verdict import (Control, Finding, FindingKind, Number, Outcome, TierRes
                         tier_verdict, welch_df)
 from sim.claims.base import Claim, Context, GraphInput, PrimaryReading, Source
 from sim.claims.jobs import run_jobs
-from sim.papers.nichani.claims.reporting import across_seeds, claim_graph, pyplot, trained_number, training_seeds
+from sim.papers.nichani.claims.reporting import RANDOM_LAWS, across_seeds, claim_graph, pyplot, trained_number, training_seeds
 from sim.papers.nichani.task import N_ALPHA, N_S, N_T
-from sim.papers.nichani.recipes import FAST_RECIPE, N_E_RECIPE_DEFAULTS, N_RECIPE, Recipe, recipe_from_settings
+from sim.papers.nichani.recipes import (FAST_RECIPE, N_E_RECIPE_DEFAULTS, N_MANY_GRAPHS_RECIPE, N_RECIPE, Recipe,
+                                        recipe_from_settings)
 from sim.papers.nichani.training import NTask, last_position_logits, sample_task, train_disentangled
 
 __all__ = ["N_E", "CLAIMS", "E_GRAPHS", "N_REFERENCE_MASS", "N_REFERENCE_CHAIN", "N_REFERENCE_GRAPHS", "model_probs",
@@ -100,11 +101,13 @@ E_GRAPHS = ("chain", "icl", "random")
 
 # --------------------------------------------------------------------- the primary reading --
 def is_n_recipe(recipe: Recipe) -> bool:
-    """Whether ``recipe`` is N's (``single_parent.py``): CatFormer blocks from zero, plain gradient
-    descent at lr 1 with cosine decay over ``2**17`` steps, batch 1024, no weight decay."""
-    return (recipe.optimizer == N_RECIPE.optimizer and recipe.lr == N_RECIPE.lr and recipe.steps == N_RECIPE.steps
-            and recipe.batch == N_RECIPE.batch and recipe.schedule == N_RECIPE.schedule
-            and recipe.init_scale == 0.0 and recipe.weight_decay == 0.0)
+    """Whether ``recipe`` is one of N's: CatFormer blocks from zero, plain gradient descent at lr 1,
+    batch 1024, no weight decay, and either ``single_parent.py``'s cosine decay over ``2**17`` steps
+    (:data:`N_RECIPE`) or ``many_graphs.ipynb``'s constant rate over ``2**14`` steps
+    (:data:`N_MANY_GRAPHS_RECIPE`, the run behind N's 0.837 ± 0.054)."""
+    return any(recipe.optimizer == r.optimizer and recipe.lr == r.lr and recipe.steps == r.steps
+               and recipe.batch == r.batch and recipe.schedule == r.schedule
+               and recipe.init_scale == 0.0 and recipe.weight_decay == 0.0 for r in (N_RECIPE, N_MANY_GRAPHS_RECIPE))
 
 
 def uniform_level(parents) -> float:
@@ -285,7 +288,7 @@ def _e_jobs(ctx: Context, recipe: Recipe, prior: Prior | None, alpha: float, bay
              "is_samples": int(s["is_samples"]) if bayes_ok else None}
     jobs = []
     for gname in s["graphs"]:
-        n_models = int(s.get("random_graphs", s["seeds"])) if gname == "random" else int(s["seeds"])
+        n_models = int(s.get("random_graphs", s["seeds"])) if gname in RANDOM_LAWS else int(s["seeds"])
         for k, sd in enumerate(training_seeds(ctx, "train", n_models)):
             par = claim_graph(gname, sizes["T"], ctx, f"{gname}/{k}")
             jobs.append({"graph": gname, "parents": par.tolist(), "seed": sd, **sizes,

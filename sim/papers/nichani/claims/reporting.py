@@ -39,9 +39,13 @@ def trained_number(name: str, values: Sequence[float], seeds: Sequence[int], not
                   note=(note + "; " if note else "") + f"per seed: {per}")
 
 
+#: N's graph laws that draw a graph per model (the rest are one fixed graph).
+RANDOM_LAWS = ("random", "many")
+
+
 def claim_graph(name: str, T: int, ctx: Context, tag: str) -> np.ndarray:
-    """N's graphs; a random graph is drawn from the claim's ``tree`` stream (one per ``tag``)."""
-    return n_graph(name, T, ctx.rng(f"tree/{tag}") if name == "random" else None)
+    """N's graphs; a random graph (``random`` or ``many``) is drawn from the claim's ``tree`` stream (one per ``tag``)."""
+    return n_graph(name, T, ctx.rng(f"tree/{tag}") if name in RANDOM_LAWS else None)
 
 
 
