@@ -103,8 +103,8 @@ E_GRAPHS = ("chain", "icl", "random")
 def is_n_recipe(recipe: Recipe) -> bool:
     """Whether ``recipe`` is one of N's: CatFormer blocks from zero, plain gradient descent at lr 1,
     batch 1024, no weight decay, and either ``single_parent.py``'s cosine decay over ``2**17`` steps
-    (:data:`N_RECIPE`) or ``many_graphs.ipynb``'s constant rate over ``2**14`` steps
-    (:data:`N_MANY_GRAPHS_RECIPE`, the run behind N's 0.837 ± 0.054)."""
+    (:data:`~sim.papers.nichani.recipes.N_RECIPE`) or ``many_graphs.ipynb``'s constant rate over ``2**14`` steps
+    (:data:`~sim.papers.nichani.recipes.N_MANY_GRAPHS_RECIPE`, the run behind N's 0.837 ± 0.054)."""
     return any(recipe.optimizer == r.optimizer and recipe.lr == r.lr and recipe.steps == r.steps
                and recipe.batch == r.batch and recipe.schedule == r.schedule
                and recipe.init_scale == 0.0 and recipe.weight_decay == 0.0 for r in (N_RECIPE, N_MANY_GRAPHS_RECIPE))

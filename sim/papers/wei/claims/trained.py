@@ -21,7 +21,7 @@ from sim.papers.wei.training import (OUTCOME_VERDICT, WRun, WTask, combine_outco
                        run_record, seed_number, strictly_above, task_assumptions, threads_for, train_seeds)
 
 __all__ = ["extend_to_L", "example_heads", "copies_one_example_each", "decide_w_e1", "row_error_gauge_prediction",
-           "COPIER_MAJORITY", "E1_CONTROLS", "W_E1", "W_E2", "CLAIMS"]
+           "COPIER_MAJORITY", "LAYER2_CRITERIA", "E1_CONTROLS", "W_E1", "W_E2", "CLAIMS"]
 
 FALLS = "loss falls as test L' grows"
 
