@@ -22,10 +22,17 @@ from typing import Any, Callable, Mapping
 
 from sim.verdict import Number, Outcome
 
-__all__ = ["SeedSchedule", "Look", "SequentialRun", "decide_sequentially", "CORRECTION"]
+__all__ = ["SeedSchedule", "Look", "SequentialRun", "decide_sequentially", "bonferroni_z", "CORRECTION"]
 
 #: How the error rate is controlled across looks, as the report says it.
 CORRECTION = "Bonferroni over the planned looks"
+
+
+def bonferroni_z(z: float, looks: int) -> float:
+    """The ``z`` each of ``looks`` planned looks decides at: ``Phi^{-1}(1 - Phi(-z) / looks)`` (``z`` for one look)."""
+    from scipy import stats
+
+    return float(z) if looks <= 1 else float(stats.norm.isf(stats.norm.sf(z) / looks))
 
 
 @dataclass(frozen=True)
@@ -68,10 +75,7 @@ class SeedSchedule:
 
     def z_look(self, z: float) -> float:
         """The ``z`` every look decides at: ``Phi^{-1}(1 - Phi(-z) / K)`` for ``K`` planned looks."""
-        from scipy import stats
-
-        k = self.looks
-        return float(z) if k == 1 else float(stats.norm.isf(stats.norm.sf(z) / k))
+        return bonferroni_z(z, self.looks)
 
     def describe(self, z: float) -> str:
         """The schedule in one line: the seeds at each look and the ``z`` each look decides at."""

@@ -173,10 +173,11 @@ def test_decide_tv_limit_needs_the_error_to_head_for_zero():
     assert decide_tv_limit(tvs(lambda L: 0.1 / (1 + L / 96), Ls + (96, 192, 384)), 0, 3.0)["outcome"] is Outcome.HELD
 
 
-def test_tv_limit_grid_doubles_up_to_the_cap_and_halving_z_is_bonferroni():
+def test_tv_limit_grid_doubles_up_to_the_cap_and_the_halving_z_is_bonferroni():
     from scipy import stats
 
-    from sim.papers.wei.claims.construction import halving_z, tv_limit_grid
+    from sim.papers.wei.claims.construction import tv_limit_grid
+    from sim.sequential import bonferroni_z as halving_z
 
     assert tv_limit_grid((16, 1, 4, 48), 48) == [1, 4, 16, 48]
     assert tv_limit_grid((1, 4, 16, 48), 192) == [1, 4, 16, 48, 96, 192]

@@ -23,12 +23,13 @@ from theory import bma_posterior, bma_predictive
 
 from sim.montecarlo import mean_estimate
 from sim.sampling import random_recursive_parents, sample_w_prompts
+from sim.sequential import bonferroni_z
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
 from sim.claims.base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from sim.claims.inputs import draw_matrices, record_matrix
 
-__all__ = ["attention_error_bound", "decide_tv_limit", "tv_limit_grid", "halving_z", "attention_mixture", "W_T1",
+__all__ = ["attention_error_bound", "decide_tv_limit", "tv_limit_grid", "attention_mixture", "W_T1",
            "CLAIMS"]
 
 _ASSUMPTIONS = ("min pi > 0 (log pi finite)",)
@@ -296,14 +297,6 @@ def tv_limit_grid(Ls, cap: int) -> list[int]:
     return grid
 
 
-def halving_z(z: float, looks: int) -> float:
-    """The ``z`` each look of the halving test decides at: Bonferroni over the ``looks`` planned L's,
-    ``Phi^{-1}(1 - Phi(-z) / looks)`` (as :meth:`sim.sequential.SeedSchedule.z_look`)."""
-    from scipy import stats
-
-    return float(z) if looks <= 1 else float(stats.norm.isf(stats.norm.sf(z) / looks))
-
-
 def decide_tv_limit(tv: dict, seed: int, z: float, z_halving: float | None = None) -> dict:
     """The Monte Carlo tier's deciding check: does the mean TV(prediction, pi(.|x_pa(h))) go to 0 along L?
 
@@ -314,7 +307,7 @@ def decide_tv_limit(tv: dict, seed: int, z: float, z_halving: float | None = Non
     - towards 0, not to a plateau: ``TV(L_min) - 2 TV(L_max) > 0``, i.e. the error at the largest L
       is at most half the error at the smallest (stated up front; a predictor that stops improving
       at a positive level, such as a uniform mixture, fails it). Decided at ``z_halving`` (default
-      ``z``; the tier passes a Bonferroni ``z`` when it may extend the grid, :func:`halving_z`).
+      ``z``; the tier passes a Bonferroni ``z`` when it may extend the grid, :func:`sim.sequential.bonferroni_z`).
       Not yet at half while the last step still falls beyond its error is UNDECIDED, not a
       violation: the statement is a limit in L, and a larger L decides it. A violation needs the
       error above half *and* no longer falling at the end of the grid (a plateau).
@@ -420,7 +413,7 @@ def _w_t1_montecarlo(ctx: Context) -> TierResult:
                           conclusion_without_assumptions="not evaluated: the construction does not exist there")
     n_start = len(Ls)
     planned = tv_limit_grid(Ls, int(s.get("mc_L_cap", Ls[-1])))
-    zh = halving_z(ctx.z, len(planned) - len(Ls) + 1)
+    zh = bonferroni_z(ctx.z, len(planned) - n_start + 1)  # one look per L the grid may add, and the first
     Lcap = planned[-1]
     names = ("mixture", "logits") + tuple(c[0] for c in _CONTROLS)
     tv = {name: {} for name in names}
