@@ -133,7 +133,13 @@ def torch_categorical(u, probs):
 
 def sample_w_prompts_torch(gen, pis, parents, L: int, roots=None):
     """Torch twin of :func:`sample_w_prompts` on ``pis.device``; ``gen`` a ``torch.Generator``
-    on that device. Shapes as in the numpy version; returns int64 ``(B, L + 1, H)``."""
+    on that device. Shapes as in the numpy version; returns int64 ``(B, L + 1, H)``.
+
+    The same inverse-CDF draws as :func:`torch_categorical` on each position's law, with the
+    cumulative sums taken once per call, not once per position: row ``d`` of a prompt's table is
+    its root law's CDF and rows ``0..d-1`` its ``pi``'s, so a position reads its law with one
+    gather whether it is a root or not, and counts the CDF entries at or below its uniform with
+    ``torch.searchsorted(..., right=True)`` (the ``>=`` of :func:`torch_categorical`)."""
     import torch
 
     B, H = parents.shape
@@ -141,19 +147,24 @@ def sample_w_prompts_torch(gen, pis, parents, L: int, roots=None):
     if roots is None:
         roots = torch.as_tensor(stationary_batch(pis.detach().cpu().double().numpy()), dtype=pis.dtype,
                                 device=pis.device)
-    x = torch.empty((B, L + 1, H), dtype=torch.long, device=pis.device)
+    # A prompt batch usually shares one pi (an expanded view): its CDFs are computed once, not B times.
+    shared = pis.shape[0] > 1 and pis.stride(0) == 0 and roots.stride(0) == 0
+    P, R = (pis[:1], roots[:1]) if shared else (pis, roots)
+    cdf = torch.cat([P, R.unsqueeze(1)], dim=1).cumsum(-1)[..., :-1]  # (1 or B, d+1, d-1); row d: the root law
+    rows = cdf.reshape(-1, d - 1)  # row b * (d+1) + s: prompt b's CDF given state s (b = 0 when shared)
+    offset = 0 if shared else (torch.arange(B, device=pis.device) * (d + 1))[:, None]  # (B, 1)
     u = torch.rand((B, L + 1, H), generator=gen, device=pis.device, dtype=pis.dtype)
-    bidx = torch.arange(B, device=pis.device)[:, None]
+    u = u.permute(2, 0, 1).reshape(H, B * (L + 1), 1).contiguous()  # position-major: u[h] contiguous for searchsorted
+    x = torch.empty((B, L + 1, H), dtype=torch.long, device=pis.device)
     for h in range(H):
-        p = parents[:, h]
-        is_root = p < 0
+        p = parents[:, h]  # (B,)
         if h == 0:
-            probs = roots[:, None, :].expand(B, L + 1, d)
+            state = torch.full((B, L + 1), d, dtype=torch.long, device=pis.device)
         else:
-            prev = x[bidx, :, p.clamp(min=0)[:, None]].reshape(B, L + 1)
-            probs = pis[bidx, prev]
-            probs = torch.where(is_root[:, None, None], roots[:, None, :], probs)
-        x[:, :, h] = torch_categorical(u[:, :, h], probs)
+            state = x.gather(2, p.clamp(min=0)[:, None, None].expand(B, L + 1, 1)).squeeze(2)  # parent's token
+            state = state.masked_fill((p < 0)[:, None], d)
+        law = rows.index_select(0, (state + offset).reshape(-1))  # (B*(L+1), d-1)
+        x[:, :, h] = torch.searchsorted(law, u[h], right=True).reshape(B, L + 1)
     return x
 
 

@@ -1,5 +1,6 @@
 """Samplers against the exact laws of theory/, numpy against torch, and purpose-split randomness."""
 import numpy as np
+import pytest
 import torch
 
 from sim.sampling import (categorical, dirichlet_rows, random_recursive_parents,
@@ -70,6 +71,43 @@ def test_w_prompts_torch_matches_exact_law():
     counts = np.zeros((3, 3))
     np.add.at(counts, (x[:, 0, 3], x[:, 0, 2]), 1)
     _assert_freq_matches(counts.ravel(), J.ravel(), B)
+
+
+def _w_prompts_by_definition(gen, pis, parents, L, roots):
+    """The torch sampler's draws written position by position: the same uniforms, each position's
+    law (its parent's row of pi, or the root law) and one inverse-CDF draw from it."""
+    B, H = parents.shape
+    u = torch.rand((B, L + 1, H), generator=gen, dtype=pis.dtype)
+    x = torch.empty((B, L + 1, H), dtype=torch.long)
+    for b in range(B):
+        for h in range(H):
+            p = int(parents[b, h])
+            for l in range(L + 1):
+                law = roots[b] if h == 0 or p < 0 else pis[b, x[b, l, p]]
+                x[b, l, h] = int((u[b, l, h] >= law.cumsum(-1)[:-1]).sum())
+    return x
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_w_prompts_torch_are_the_inverse_cdf_draws_of_each_position(shared, dtype):
+    """Token for token (not only in law): the vectorised sampler reads, at every position, the law
+    its parent's token (or the root law, at position 0 and at any other root) gives, for a shared
+    pi and for one pi per prompt."""
+    rng = np.random.default_rng(11)
+    B, d, L, H = 40, 4, 2, 7
+    if shared:
+        pi = rng.dirichlet(np.ones(d), size=d)
+        pis = torch.as_tensor(pi, dtype=dtype).expand(B, d, d)
+        roots = torch.as_tensor(stationary(pi), dtype=dtype).expand(B, d)
+    else:
+        pis = torch.as_tensor(rng.dirichlet(np.ones(d), size=(B, d)), dtype=dtype)
+        roots = torch.as_tensor(rng.dirichlet(np.ones(d), size=B), dtype=dtype)
+    parents = torch.as_tensor(random_recursive_parents(rng, H, size=B))
+    parents[: B // 2, 4] = -1  # a second root in half the prompts
+    x = sample_w_prompts_torch(torch.Generator().manual_seed(5), pis, parents, L, roots=roots)
+    want = _w_prompts_by_definition(torch.Generator().manual_seed(5), pis, parents, L, roots)
+    assert torch.equal(x, want)
 
 
 def test_n_prompts_roots_stationary_query_uniform_target_from_pi():

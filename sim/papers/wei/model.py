@@ -132,14 +132,13 @@ class _WeiBase(nn.Module):
         if edited:  # a hook may make the pattern differ per prompt: the general (batched) product
             a1 = self.layer1["pattern"](torch.softmax(s1b, dim=-1))  # (B, K, H, L*H)
             u = a1 @ ctx.unsqueeze(1)  # (B, K, H, d): u[b, k, h] = sum_n a1[b, k, h, n] ctx[b, n]
+            v = u.permute(0, 2, 1, 3).reshape(B, H, K * d)  # (B, H, K*d), head-major
         else:
-            # Layer 1's scores do not depend on the tokens: one softmax on (K, H, L*H) and one matrix
-            # product with every prompt's features side by side, not B copies of the pattern.
+            # Layer 1's scores do not depend on the tokens: one softmax on (K, H, L*H), not B copies
+            # of the pattern, and one product whose rows, in (h, k) order, make it v itself.
             a1 = torch.softmax(s1, dim=-1)  # (K, H, L*H)
             self.layer1["pattern"](a1.unsqueeze(0).expand(B, -1, -1, -1))  # caching sees (B, K, H, L*H)
-            feats = ctx.transpose(0, 1).reshape(L * H, B * d)  # (L*H, B*d): column b*d + s = ctx[b, :, s]
-            u = (a1.reshape(K * H, L * H) @ feats).reshape(K, H, B, d).permute(2, 0, 1, 3)  # (B, K, H, d)
-        v = u.permute(0, 2, 1, 3).reshape(B, H, K * d)  # (B, H, K*d), head-major
+            v = (a1.transpose(0, 1).reshape(H * K, L * H) @ ctx).reshape(B, H, K * d)  # (B, H, K*d), head-major
         s2 = self.layer2["scores"](_layer2_scores(v, self.W_KQ))  # (B, H, H)
         return self.layer2["pattern"](_layer2_pattern(s2))  # (B, H, H)
 

@@ -55,6 +55,26 @@ def test_shapes_hooks_and_normalisation(output):
     assert torch.isclose(loss, manual)
 
 
+@pytest.mark.parametrize("output", ["mixture", "logits"])
+def test_shared_layer1_pattern_path_equals_the_per_prompt_path(output):
+    """Layer 1's pattern is the same for every prompt, so the model applies it once to all prompts'
+    features; an identity edit hook forces the general per-prompt product instead. Both must give
+    the same predictions and the same gradients (K != L and d != H, so no axis mix-up hides)."""
+    from sim.models import run_with_hooks
+
+    d, L, H, K, B = 3, 2, 6, 4, 5
+    model = WeiTransformer.init(d, L, H, K, generator=_gen(2), scale=1.0, output=output, dtype=F64)
+    tokens = _tokens(3, B, L, H, d)
+    shared = model.loss(tokens)
+    g_shared = torch.autograd.grad(shared, list(model.parameters()))
+    per_prompt = run_with_hooks(model, tokens, fwd_hooks={"layer1.pattern": lambda x, hook: x.clone()})
+    loss = -per_prompt.gather(-1, tokens[:, L, 1:, None]).mean()
+    g_per_prompt = torch.autograd.grad(loss, list(model.parameters()))
+    assert torch.allclose(shared, loss, rtol=1e-12, atol=0)
+    for a, b in zip(g_shared, g_per_prompt):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-13)
+
+
 def test_layer1_score_indexing_by_hand():
     """Head 0 score for query h and key (l_j, h_j) is w_H[0, h - h_j + H - 1] + w_L[0, l_j]."""
     d, L, H = 2, 2, 3
