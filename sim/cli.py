@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -56,6 +57,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "tier replays it before any search (default: DIR/corpus of --out; give one folder to share it "
                         "between runs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
+    p.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                   help="claims evaluated at once, each in its own worker process; the numbers are the same as with "
+                        "1 (default: $ICL_VERIFY_JOBS, else the number of CPUs on the CPU and 1 on a GPU; 1: one "
+                        "after another in this process)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -330,6 +335,20 @@ def _select(pattern):
         raise _UserError(str(exc)) from None
 
 
+def _jobs(args, config) -> int:
+    """``--jobs``; else the environment's ``ICL_VERIFY_JOBS``; else one claim per CPU on the CPU and one
+    at a time on a GPU (one device)."""
+    if args.jobs is not None:
+        return args.jobs
+    env = os.environ.get("ICL_VERIFY_JOBS", "").strip()
+    if env:
+        try:
+            return _positive_int(env)
+        except argparse.ArgumentTypeError as exc:
+            raise _UserError(f"ICL_VERIFY_JOBS={env!r}: {exc}") from None
+    return 1 if config.device == "cuda" else os.cpu_count() or 1
+
+
 def _execute(args, config, selected, prior=None, header_extra="", audit=None) -> int:
     from sim.corpus import Corpus
     from sim.report import summary_table
@@ -343,7 +362,7 @@ def _execute(args, config, selected, prior=None, header_extra="", audit=None) ->
     corpus = Corpus(args.corpus if args.corpus is not None else args._out_dir / "corpus", config)
     try:
         out_dir, dicts = run(config, selected, out_dir=args.out, resume=args.resume, prior=prior,
-                             show_progress=not args.no_progress, audit=audit, corpus=corpus)
+                             show_progress=not args.no_progress, audit=audit, corpus=corpus, jobs=_jobs(args, config))
     except RunError as exc:
         raise _UserError(str(exc)) from None
     print(summary_table(dicts))

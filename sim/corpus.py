@@ -531,6 +531,14 @@ class Corpus:
         if text not in self.warnings:
             self.warnings.append(text)
 
+    def absorb(self, other: "Corpus") -> None:
+        """Add what another copy of this corpus counted and warned about (a claim evaluated in
+        another process, :mod:`sim.lanes`, works on its own copy)."""
+        for status, n in other.counts.items():
+            self.counts[status] = self.counts.get(status, 0) + n
+        for text in other.warnings:
+            self._warn(text)
+
     def summary(self) -> str:
         """One line for the end of a run, e.g. "1 replayed, still fails; 1 stored" ("" when nothing happened)."""
         return "; ".join(f"{n} {status}" for status, n in self.counts.items() if n)

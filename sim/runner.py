@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from sim.claims.base import PROFILES, Claim, Context, crash_result
+from sim.seeds import derive_seed
 from sim.files import RUN_SCHEMA, RunError, atomic_write_text, dump_json, read_run_json
 from sim.verdict import ClaimResult, Outcome, Verdict, combine_verdicts, headline, to_jsonable
 
@@ -334,8 +335,13 @@ def _alive(pid: int) -> bool:
 
 
 def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = None, resume: bool = False,
-        prior=None, show_progress: bool = True, audit=None, corpus=None) -> tuple[Path, list[dict[str, Any]]]:
+        prior=None, show_progress: bool = True, audit=None, corpus=None,
+        jobs: int = 1) -> tuple[Path, list[dict[str, Any]]]:
     """Evaluate ``claims`` and write the run folder; returns ``(out_dir, claim dicts)``.
+
+    ``jobs``: how many claims are evaluated at once, each in a worker process (:mod:`sim.lanes`;
+    the numbers are the same as with 1); 1 evaluates them one after another in this process. A
+    prior that cannot be sent to another process (e.g. one a user's file defines) runs with 1.
 
     ``corpus`` (a :class:`sim.corpus.Corpus`, or None for none): the counterexample corpus the
     claims replay and store their FAILs in.
@@ -360,7 +366,7 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
         raise RunError(f"cannot write to --out {out_dir}: {exc.strerror or exc}") from None
     with _FolderLock(out_dir):
         return _run_locked(config, claims, out_dir, resume=resume, prior=prior, show_progress=show_progress,
-                           audit=audit, corpus=corpus)
+                           audit=audit, corpus=corpus, jobs=jobs)
 
 
 def graph_claims(config: RunConfig, claims: Sequence[Claim]) -> list[Claim]:
@@ -389,7 +395,7 @@ def graph_claims(config: RunConfig, claims: Sequence[Claim]) -> list[Claim]:
     return takers
 
 
-def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, audit, corpus=None):
+def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, audit, corpus=None, jobs=1):
     from sim.report import write_reports
 
     _prepare_dir(out_dir, config, resume, [c.id for c in claims])
@@ -399,26 +405,35 @@ def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, 
             {"schema": RUN_SCHEMA, "run_id": config.run_id, "config": config.as_dict(), "config_hash": config.digest(),
              "started": started, "claims": [c.id for c in claims]}))
     t0 = time.perf_counter()
-    dicts: list[dict[str, Any]] = []
+    found: dict[int, dict[str, Any]] = {}  # claim index -> its result dict
     bar = _progress_bar(len(claims), show_progress)
-    try:
-        for claim in claims:
-            path = out_dir / "results" / f"{claim.id}.json"
-            bar.set_description(claim.id)
-            if resume and path.exists():
-                data = _saved_result(path)  # None: unreadable (e.g. cut short by a crash): run the claim again
-                if data is not None and data.get("config_hash") == config.digest() and data.get("id") == claim.id:
-                    dicts.append(data)
-                    bar.update(1)
-                    continue
-            result = evaluate_claim(claim, config, out_dir, prior=prior, corpus=corpus,
-                                    progress=lambda m: bar.set_postfix_str(m, refresh=True))
-            data, text = _serialised(result)
-            atomic_write_text(path, text)
-            dicts.append(data)
+    todo = []
+    for k, claim in enumerate(claims):
+        data = _saved_result(out_dir / "results" / f"{claim.id}.json") if resume else None  # None: run it (again)
+        if data is not None and data.get("config_hash") == config.digest() and data.get("id") == claim.id:
+            found[k] = data
             bar.update(1)
+        else:
+            todo.append(k)
+
+    def finished(k: int, result: ClaimResult) -> None:
+        data, text = _serialised(result)
+        atomic_write_text(out_dir / "results" / f"{claims[k].id}.json", text)
+        found[k] = data
+        bar.update(1)
+
+    try:
+        if jobs > 1 and len(todo) > 1 and _lanes_can_take(prior):
+            _evaluate_in_lanes(config, [claims[k] for k in todo], jobs, out_dir, prior, corpus, bar,
+                               lambda i, result: finished(todo[i], result))
+        else:
+            for k in todo:
+                bar.set_description(claims[k].id)
+                finished(k, evaluate_claim(claims[k], config, out_dir, prior=prior, corpus=corpus,
+                                           progress=lambda m: bar.set_postfix_str(m, refresh=True)))
     finally:
         bar.close()
+    dicts = [found[k] for k in range(len(claims))]
     audit_doc = None
     if audit is not None:
         from sim.audit import attach_results
@@ -427,6 +442,45 @@ def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, 
         audit_doc = audit.to_dict()
     write_reports(out_dir, config, dicts, elapsed_s=time.perf_counter() - t0, prior=prior, audit=audit_doc)
     return out_dir, dicts
+
+
+def _lanes_can_take(prior) -> bool:
+    from sim.lanes import picklable
+
+    return prior is None or picklable(prior)
+
+
+def _evaluate_in_lanes(config, claims, jobs: int, out_dir: Path, prior, corpus, bar, finished) -> None:
+    """``claims`` on ``jobs`` lanes (:func:`sim.lanes.evaluate_in_lanes`), the bar naming the claims
+    under way and the latest message of each; a lane's corpus counts and warnings join ``corpus``'s."""
+    from sim.lanes import evaluate_in_lanes
+
+    running: dict[int, str] = {}
+
+    def progress(i: int, message: str) -> None:
+        running[i] = message
+        bar.set_description(", ".join(claims[j].id for j in sorted(running)))
+        bar.set_postfix_str(" | ".join(running[j] for j in sorted(running)), refresh=True)
+
+    def done(i: int, outcome) -> None:
+        running.pop(i, None)
+        result, lane_corpus = outcome
+        if corpus is not None and lane_corpus is not None:
+            corpus.absorb(lane_corpus)
+        finished(i, result)
+
+    def lost(i: int, why: str):
+        claim = claims[i]
+        tier = (claim.tiers_for(config.profile) or ("run",))[0]
+        res = crash_result(tier, RuntimeError(why))
+        res.summary, res.error = f"the claim's evaluation did not finish: {why.strip().splitlines()[-1]}", why
+        return ClaimResult(id=claim.id, title=claim.title, paper=claim.source.paper, source=claim.source.cite(),
+                           statement=claim.statement, tiers_supported=list(claim.tiers), decided_by=claim.decided_by,
+                           verdict=Verdict.ERROR, tiers=[res], seed=derive_seed(config.seed, claim.id, "claim"),
+                           config_hash=config.digest(), headline=str(Verdict.ERROR)), None
+
+    evaluate_in_lanes(claims, jobs, plugins=list(config.plugins), finished=done, progress=progress, lost=lost,
+                      kwargs={"config": config, "out_dir": out_dir, "prior": prior, "corpus": corpus})
 
 
 def _saved_result(path: Path) -> dict | None:

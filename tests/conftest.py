@@ -1,4 +1,4 @@
-"""Test-wide settings: hypothesis profiles and torch threading.
+"""Test-wide settings: hypothesis profiles, torch threading, and claims evaluated in the test's process.
 
 Hypothesis loads its built-in ``ci`` profile whenever a ``CI`` variable exists, and a
 profile registered while another is active inherits from it; ours derive from the
@@ -25,6 +25,11 @@ settings.load_profile(os.environ.get("ICL_HYPOTHESIS_PROFILE", "repo"))
 
 # parallel workers (pytest-xdist) next to each other spin-wait with >1 torch thread
 torch.set_num_threads(1)
+
+# `icl-verify run` evaluates claims in worker processes (sim.lanes) by default. The tests run them in
+# the test's own process (monkeypatched functions, pytest-xdist's cores), unless one asks for lanes
+# with --jobs; subprocesses the tests start inherit this.
+os.environ.setdefault("ICL_VERIFY_JOBS", "1")
 
 
 class _DeviceLog(torch.overrides.TorchFunctionMode):

@@ -237,6 +237,9 @@ class Claim:
     primary: PrimaryReading | None = None
     #: How a user's causal graph replaces the claim's own (``run --graph``); None: it takes none.
     graph_input: GraphInput | None = None
+    #: Claims whose trained models this one reuses from its process's memory (N.K4 evaluates N.K1's):
+    #: a run evaluates it after them, in the same process (:mod:`sim.lanes`).
+    reuses: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not CLAIM_ID.fullmatch(self.id):

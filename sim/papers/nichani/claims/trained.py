@@ -792,6 +792,7 @@ N_K4 = Claim(
     },
     params={"quantile": 0.99, "decay_factor": 0.5, "wrong_task": None},
     prior_dependent=True,
+    reuses=("N.K1",),
     primary=PrimaryReading(
         statement=("For any pi~ (possibly outside the training prior's support) with min pi~ >= gamma/S, with "
                    "probability >= 0.99 over s_1:T drawn on the graph from pi~, the two-stage-GD model satisfies "
