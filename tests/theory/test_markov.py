@@ -356,3 +356,52 @@ def test_stationary_batch_takes_one_matrix_a_stack_of_one_and_rows_off_one_by_ro
     # rows off 1 by a drift stationary() accepts: both normalise the rows first, so they agree to round-off
     drift = P * np.array([[1 + 4e-9], [1 - 3e-9]])
     np.testing.assert_allclose(stationary_batch(drift[None])[0], stationary(drift), rtol=1e-13)
+
+
+def test_gth_references_are_tried_from_the_least_likely_to_be_left_on(monkeypatch):
+    """GTH's reference is the state least likely to be left (smallest exit probability); when the
+    ratios to it overflow, each next state of that order is tried once, until one works. Here
+    states 1 and 2 are the hardest to leave but reached only through an entry of 1e-310, so
+    they are tried first and overflow; state 3 (exit 0.9, about half the mass) works. The
+    references are told apart by their distinct diagonals."""
+    import theory.markov as markov
+
+    tiny = 1e-310  # subnormal: the ratios mu_0 / mu_2 ~ 0.75 / tiny overflow
+    pi = np.array([[0, 0, tiny, 1.0],  # exit 1
+                   [0.2, 0.3, 0.1, 0.4],  # exit 0.7: tried first
+                   [0.3, 0.2, 0.25, 0.25],  # exit 0.75: second
+                   [0.9, 0, 0, 0.1]])  # exit 0.9: third, and it works
+    diag = {float(pi[i, i]): i for i in range(4)}
+    tried = []
+    reduce = markov._gth_reduce
+
+    def spy(A):
+        tried.append(diag[float(A[0, 0, 0])])
+        return reduce(A)
+
+    monkeypatch.setattr(markov, "_gth_reduce", spy)
+    mu = stationary(pi)
+    assert tried == [1, 2, 3]
+    assert np.all(np.isfinite(mu)) and mu.sum() == pytest.approx(1.0, abs=1e-15)
+    assert np.allclose(mu @ pi, mu, rtol=1e-12, atol=0)  # entry by entry, the light ones included
+    assert 0 < mu[1] < 1e-309 and 0 < mu[2] < 1e-309
+
+
+def test_gth_first_reference_works_when_exit_probabilities_span_the_double_range(monkeypatch):
+    """A state left with probability 1e-310 (subnormal) holds all but ~2e-310 of the mass: as the
+    reference (the least likely to be left) every ratio is at most 1, so one reduction suffices.
+    Taken the other way round the ratio 0.5 / 1e-310 overflows."""
+    import theory.markov as markov
+
+    a = 1e-310
+    pi = np.array([[1 - a, a], [0.5, 0.5]])
+    calls = []
+    reduce = markov._gth_reduce
+    monkeypatch.setattr(markov, "_gth_reduce", lambda A: calls.append(A.shape) or reduce(A))
+    mu = stationary(pi)
+    assert len(calls) == 1
+    assert mu[1] == pytest.approx(2 * a, rel=1e-12) and mu[0] == pytest.approx(1.0, abs=1e-15)
+    calls.clear()
+    batch = stationary_batch(np.stack([pi, pi[::-1, ::-1]]))  # both orientations in one batched reduction
+    assert len(calls) == 1  # no chain fell back to stationary() one by one
+    assert np.array_equal(batch[0], mu) and np.array_equal(batch[1], mu[::-1])
