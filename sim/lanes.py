@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from sim.claims.base import Claim
+from sim.sweep import stop_worker_processes, worker_messages
 
 __all__ = ["evaluate_in_lanes", "lane_order", "picklable"]
 
@@ -71,14 +72,7 @@ def _lane_main(conn, plugins: Sequence[str]) -> None:  # pragma: no cover - runs
     limit_process_threads()
     for path in plugins:
         registry.load_plugin(path)
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:
-            return
-        if msg is None:
-            return
-        index, claim_id, kwargs = msg
+    for index, claim_id, kwargs in worker_messages(conn):
         try:
             result = evaluate_claim(registry.get(claim_id), progress=lambda m, i=index: conn.send(("progress", i, m)),
                                     **kwargs)
@@ -140,14 +134,4 @@ def evaluate_in_lanes(claims: Sequence[Claim], lanes: int, *, plugins: Sequence[
                     unit, slots[k] = s["unit"], (start() if queue or s["unit"] else s)
                     slots[k]["unit"] = unit  # the rest of its unit goes on in a fresh lane (it retrains what it reuses)
     finally:
-        for s in slots:
-            try:
-                if s["proc"].is_alive():
-                    s["conn"].send(None)
-            except (OSError, BrokenPipeError):
-                pass
-        for s in slots:
-            s["proc"].join(timeout=5)
-            if s["proc"].is_alive():
-                s["proc"].terminate()
-                s["proc"].join(timeout=5)
+        stop_worker_processes(slots)

@@ -42,12 +42,12 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from sim.threads import limit_process_threads
 from sim.files import atomic_write_text
 
-__all__ = ["map_runs", "EXECUTORS", "SweepError", "SweepResult", "grid", "run_id", "run_sweep", "selftest_run",
+__all__ = ["map_runs", "worker_messages", "stop_worker_processes", "EXECUTORS", "SweepError", "SweepResult", "grid", "run_id", "run_sweep", "selftest_run",
            "deterministic_part"]
 
 EXECUTORS = ("local", "dask", "serial")
@@ -281,9 +281,8 @@ def _run_serial(fn_name, todo, finished) -> None:
         torch.set_num_threads(old)
 
 
-def _worker_loop(conn) -> None:  # pragma: no cover - runs in the worker process
-    """A local worker: receive ``(id, fn, params)``, send back ``(id, ok, record-or-traceback)``."""
-    limit_process_threads()
+def worker_messages(conn) -> Iterator[Any]:  # pragma: no cover - runs in the worker process
+    """What a worker process receives on ``conn``, until its pool says stop (``None``) or goes away."""
     while True:
         try:
             msg = conn.recv()
@@ -291,7 +290,13 @@ def _worker_loop(conn) -> None:  # pragma: no cover - runs in the worker process
             return
         if msg is None:
             return
-        rid, fn_name, params = msg
+        yield msg
+
+
+def _worker_loop(conn) -> None:  # pragma: no cover - runs in the worker process
+    """A local worker: receive ``(id, fn, params)``, send back ``(id, ok, record-or-traceback)``."""
+    limit_process_threads()
+    for rid, fn_name, params in worker_messages(conn):
         try:
             conn.send((rid, True, _execute(fn_name, params)))
         except Exception:
@@ -343,16 +348,23 @@ def _run_local(fn_name, todo, finished, workers) -> None:
                     s["conn"].close()
                     slots[k] = start() if queue else {"proc": s["proc"], "conn": s["conn"], "run": None}
     finally:
-        for s in slots:
-            try:
-                if s["proc"].is_alive():
-                    s["conn"].send(None)
-            except (OSError, BrokenPipeError):
-                pass
-        for s in slots:
-            s["proc"].join(timeout=5)
+        stop_worker_processes(slots)
+
+
+def stop_worker_processes(slots) -> None:
+    """Ask each worker (``{"proc": Process, "conn": its end of the pipe}``) to stop, wait 5 s for it, then
+    terminate it: the end of a local pool (here and :mod:`sim.lanes`), normal or interrupted."""
+    for s in slots:
+        try:
             if s["proc"].is_alive():
-                s["proc"].terminate()
+                s["conn"].send(None)
+        except (OSError, BrokenPipeError):
+            pass
+    for s in slots:
+        s["proc"].join(timeout=5)
+        if s["proc"].is_alive():
+            s["proc"].terminate()
+            s["proc"].join(timeout=5)
 
 
 def _run_dask(fn_name, todo, finished, *, address=None, client=None) -> None:
