@@ -8,7 +8,8 @@ and a long claim started last would finish alone). A claim that reuses another's
 from its process's memory (``Claim.reuses``: N.K4 evaluates N.K1's) is evaluated after that claim,
 in the same lane.
 
-A lane evaluates a claim exactly as the driver would (:func:`sim.runner.evaluate_claim`: its
+A lane evaluates a claim exactly as the driver would (with the runner's
+:func:`sim.runner.evaluate_claim`, which the runner hands over: its
 randomness depends only on the master seed, the claim id and the purpose, and its torch and BLAS
 run on one thread), so a claim's numbers do not depend on how many lanes there are, nor on which
 lane evaluates it. The claims are named to a lane by id and looked up there, after the run's
@@ -62,11 +63,11 @@ def picklable(obj: Any) -> bool:
     return True
 
 
-def _lane_main(conn, plugins: Sequence[str]) -> None:  # pragma: no cover - runs in the lane process
-    """A lane: load the run's plugins, then evaluate ``(index, claim id, kwargs)`` messages until ``None``,
-    sending ``("progress", index, message)`` while it works and ``("done", index, result-or-traceback)``."""
+def _lane_main(conn, plugins: Sequence[str], evaluate) -> None:  # pragma: no cover - runs in the lane process
+    """A lane: load the run's plugins, then evaluate ``(index, claim id, kwargs)`` messages until ``None``
+    as ``evaluate(claim, progress=..., **kwargs)``, sending ``("progress", index, message)`` while it
+    works and ``("done", index, result-or-traceback)``."""
     from sim import claims as registry
-    from sim.runner import evaluate_claim
     from sim.threads import limit_process_threads
 
     limit_process_threads()
@@ -74,18 +75,19 @@ def _lane_main(conn, plugins: Sequence[str]) -> None:  # pragma: no cover - runs
         registry.load_plugin(path)
     for index, claim_id, kwargs in worker_messages(conn):
         try:
-            result = evaluate_claim(registry.get(claim_id), progress=lambda m, i=index: conn.send(("progress", i, m)),
-                                    **kwargs)
+            result = evaluate(registry.get(claim_id), progress=lambda m, i=index: conn.send(("progress", i, m)),
+                              **kwargs)
             conn.send(("done", index, (result, kwargs.get("corpus"))))  # the corpus: what this copy counted
         except BaseException:  # evaluate_claim already turns a crashed check into ERROR; this is anything else
             conn.send(("failed", index, traceback.format_exc()))
 
 
-def evaluate_in_lanes(claims: Sequence[Claim], lanes: int, *, plugins: Sequence[str], kwargs: dict,
-                      finished: Callable[[int, Any], None], progress: Callable[[int, str], None],
+def evaluate_in_lanes(claims: Sequence[Claim], lanes: int, *, evaluate: Callable, plugins: Sequence[str],
+                      kwargs: dict, finished: Callable[[int, Any], None], progress: Callable[[int, str], None],
                       lost: Callable[[int, str], Any]) -> None:
     """Evaluate ``claims`` on ``lanes`` worker processes (:func:`lane_order`), each as
-    ``evaluate_claim(claim, **kwargs)``, calling ``finished(index, result)`` as each one ends and
+    ``evaluate(claim, progress=..., **kwargs)`` (a module-level function, sent to the lanes by name:
+    :func:`sim.runner.evaluate_claim`), calling ``finished(index, result)`` as each one ends and
     ``progress(index, message)`` as its check reports; ``result`` is ``(ClaimResult, the lane's copy of
     kwargs["corpus"])``. A claim whose lane raised outside the check, or died, gets
     ``finished(index, lost(index, why))``."""
@@ -95,7 +97,7 @@ def evaluate_in_lanes(claims: Sequence[Claim], lanes: int, *, plugins: Sequence[
 
     def start():
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_lane_main, args=(child, plugins), daemon=False)
+        proc = ctx.Process(target=_lane_main, args=(child, plugins, evaluate), daemon=False)
         proc.start()
         child.close()
         return {"proc": proc, "conn": parent, "claim": None, "unit": []}

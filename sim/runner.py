@@ -479,7 +479,8 @@ def _evaluate_in_lanes(config, claims, jobs: int, out_dir: Path, prior, corpus, 
                            verdict=Verdict.ERROR, tiers=[res], seed=derive_seed(config.seed, claim.id, "claim"),
                            config_hash=config.digest(), headline=str(Verdict.ERROR)), None
 
-    evaluate_in_lanes(claims, jobs, plugins=list(config.plugins), finished=done, progress=progress, lost=lost,
+    evaluate_in_lanes(claims, jobs, evaluate=evaluate_claim, plugins=list(config.plugins), finished=done,
+                      progress=progress, lost=lost,
                       kwargs={"config": config, "out_dir": out_dir, "prior": prior, "corpus": corpus})
 
 

@@ -184,6 +184,18 @@ class _KLRatio:
             lout = np.where(near, np.log1p(np.where(near, dK / self.r, 0.0)), np.log(qK) - self.logr)
         return qK, lout
 
+    def roundoff_floor(self, log_ratio: np.ndarray) -> float:
+        """The largest ``KL(q || p)`` that float64 round-off alone can produce from ``log(q/p)``.
+
+        ``log(q/p)`` carries an absolute error of about ``(m + 2) eps (1 + max |log(q/p)|)`` (the
+        centring ``z - p.z`` and ``c`` each round at the scale of the logits), and a shift ``e``
+        of every entry, exact zero or not, makes ``sum p (e^2 / 2)`` of divergence on its own. Below
+        four times that (``e`` taken four times over), a ratio is one rounding error over another,
+        e.g. ``q`` a mixture with ``t p`` whose extra mass sits on an entry of ``p`` near 1e-308."""
+        finite = np.abs(log_ratio[np.isfinite(log_ratio)])
+        e = 4.0 * (self.p.size + 2) * np.finfo(float).eps * (1.0 + (finite.max() if finite.size else 0.0))
+        return 0.5 * e * e
+
     def evaluate_z(self, z: np.ndarray):
         """``(num, den, q, log(q/p), log(qK/r))`` at logits ``z``."""
         zc = z - self.p @ z
@@ -207,12 +219,13 @@ class _KLRatio:
         _, lout = self._output_log_ratio(q, q - self.p)
         num = float(np.sum(_kl_terms(self.r, lout)))
         den = float(np.sum(_kl_terms(self.p, lqp)))
-        return num / den if den > 1e-300 else None
+        return num / den if den > max(self.roundoff_floor(lqp), 1e-300) else None
 
     def ratio_and_grad(self, z: np.ndarray) -> tuple[float, np.ndarray]:
-        """``(-ratio, -d ratio / dz)`` for the minimiser; ``(0, 0)`` where ``KL(q||p)`` vanishes."""
+        """``(-ratio, -d ratio / dz)`` for the minimiser; ``(0, 0)`` where ``KL(q||p)`` is not above its
+        round-off (:meth:`roundoff_floor`)."""
         num, den, q, lqp, lout = self.evaluate_z(z)
-        if not den > 1e-300:
+        if not den > max(self.roundoff_floor(z - self.p @ z), 1e-300):  # q = p to round-off: no ratio there
             return 0.0, np.zeros_like(z)
         # d/dq of each divergence up to constants (killed by the softmax Jacobian diag(q) - q q^T).
         # A column with qK = 0 has q = 0 on every row feeding it, and those rows get weight q = 0

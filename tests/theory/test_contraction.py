@@ -282,3 +282,19 @@ def test_dobrushin_is_clipped_to_one_against_round_off():
          [0.0, 0.0, 0.0, 0.0, 0.00276007306427708, 0.5653785854959871, 0.431861341439736]]
     assert 0.5 * np.abs(np.subtract(K[1], K[0])).sum() > 1.0
     assert dobrushin(K) == 1.0
+
+
+def test_eta_kl_ignores_ratios_of_rounding_errors_near_a_subnormal_input_mass():
+    """Found by hypothesis: a constant channel (eta_KL = 0) and p with an entry of 1.1e-308. The start
+    (1 - t) delta_2 + t p, its logits clipped, puts q within round-off of p on the heavy entries, where
+    both divergences are ~2e-62 of pure rounding, and their ratio 1.0 broke the Dobrushin bound 0. A
+    KL(q || p) below its round-off floor carries no ratio."""
+    K = np.array([[0.5, 0.5]] * 3)
+    p = np.array([0.75, 0.986328125, 1.1125369292536007e-308])
+    p = p / p.sum()
+    res = eta_kl(K, p)
+    assert res.estimate == res.lower == res.upper == 0.0
+    # a channel that does contract still gets its ratio from the same kind of start
+    K2 = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    res2 = eta_kl(K2, p)
+    assert 0 < res2.lower <= res2.upper and res2.lower >= eta_chi2(K2, p) - 1e-15
