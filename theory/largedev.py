@@ -113,11 +113,7 @@ def llr_law(pi, tree, h: int, competitor: int, root=None) -> tuple[np.ndarray, n
         logpi = np.log(pi)
         z = logpi[:, None, :] - logpi[None, :, :]  # [a, b, c] = log pi[a, c] - log pi[b, c]
     mask = triple > 0  # atoms with positive mass have pi[b, c] > 0, so z is never nan or +inf
-    vals, probs = z[mask], triple[mask]
-    # Exact ties: a == b gives 0 whatever the round-off of log pi.
-    a_idx = np.broadcast_to(np.arange(pi.shape[0])[:, None, None], z.shape)[mask]
-    b_idx = np.broadcast_to(np.arange(pi.shape[0])[None, :, None], z.shape)[mask]
-    vals = np.where(a_idx == b_idx, 0.0, vals)
+    vals, probs = z[mask], triple[mask]  # a == b gives an exact 0: the same float minus itself
     order = np.argsort(vals, kind="stable")
     vals, logp = vals[order], np.log(probs[order])
     finite = vals[np.isfinite(vals)]
@@ -233,19 +229,26 @@ def chernoff_exponent(values, probs) -> ChernoffResult:
         # inf_t M(t) = P(Z = 0), approached as t -> inf (the tilt concentrates on 0).
         logM = float(logsumexp(lpf[vf == 0]))
         return ChernoffResult(-logM, math.inf, logM, 0.0, 0.0)
-    logM0, mean0, var0 = _tilted(vf, lpf, 0.0)
+    # The minimiser scales as 1 / |Z| and the rate does not change when Z is rescaled, so the tilt
+    # is computed for u = t * scale on Z / scale: a law on the scale 1e-300 (or 1e300) brackets in
+    # as few doublings, and keeps finite moments, as one on the scale 1.
+    scale = float(np.abs(vf).max())
+    unit = vf / scale
+    logM0, mean0, var0 = _tilted(unit, lpf, 0.0)
     if mean0 >= 0:
         # M is non-decreasing on (0, inf): the infimum is M(0+) = P(Z finite).
-        return ChernoffResult(max(0.0, -logM0), 0.0, logM0, mean0, var0)
-    # Tilted mean is increasing from mean0 < 0 to vmax > 0: bracket and solve mean(t) = 0.
+        return ChernoffResult(max(0.0, -logM0), 0.0, logM0, mean0 * scale, var0 * scale * scale)
+    # Tilted mean is increasing from mean0 < 0 to max Z > 0: bracket and solve mean(u) = 0.
     hi = 1.0
-    while _tilted(vf, lpf, hi)[1] <= 0:
+    while _tilted(unit, lpf, hi)[1] <= 0:
         hi *= 2.0
-        if hi > 1e12:  # cannot happen for vmax > 0 with finite values; guards a pathological law
-            raise TheoryError("could not bracket the Chernoff minimiser (t > 1e12); the law is degenerate")
-    t_star = brentq(lambda t: _tilted(vf, lpf, t)[1], 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
-    logM, mean, var = _tilted(vf, lpf, t_star)
-    return ChernoffResult(max(0.0, -logM), float(t_star), logM, mean, var)
+        if hi > 1e12:  # only when max Z / max |Z| underflows to 0 (e.g. Z in {5e-324, -1e308})
+            raise TheoryError(f"could not bracket the Chernoff minimiser: max Z = {vmax:.3g} is below the float64 "
+                              f"resolution of the law's scale max |Z| = {scale:.3g}; the law is degenerate")
+    u_star = brentq(lambda u: _tilted(unit, lpf, u)[1], 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps,
+                    maxiter=500)
+    logM, mean, var = _tilted(unit, lpf, u_star)
+    return ChernoffResult(max(0.0, -logM), u_star / scale, logM, mean * scale, var * scale * scale)
 
 
 def _interior_chernoff(values, probs) -> ChernoffResult:

@@ -336,6 +336,90 @@ def test_map_error_exponent_and_union_bound_exact():
     assert r1.rate == math.inf and r1.competitor is None and r1.rates == {}
 
 
+def test_chernoff_degenerate_laws_give_their_whole_result():
+    """Every field of the result in each branch that needs no minimisation."""
+    assert chernoff_exponent([-math.inf], [1.0]) == ChernoffResult(math.inf, math.inf, -math.inf, -math.inf, 0.0)
+    # max Z < 0: S_L < 0 surely; the tilted mean is max Z, reached as t -> inf
+    assert chernoff_exponent([-1.0, -0.5, -math.inf], [0.5, 0.3, 0.2]) == ChernoffResult(
+        math.inf, math.inf, -math.inf, -0.5, 0.0)
+    # max Z = 0: inf_t M(t) = P(Z = 0), approached as t -> inf, where the tilt is a point mass at 0
+    r = chernoff_exponent([-1.0, 0.0], [0.7, 0.3])
+    assert (r.t_star, r.tilted_mean, r.tilted_var) == (math.inf, 0.0, 0.0)
+    assert r.log_mgf_min == pytest.approx(math.log(0.3), rel=1e-15) and r.rate == -r.log_mgf_min
+    # E Z >= 0 on the finite atoms: t* = 0, M(0+) = P(Z finite); the tilt at 0 is the finite atoms' law,
+    # here 4 and -2 with mass 1/2 each (mean 1, variance 9: the moments are on Z's own scale)
+    r = chernoff_exponent([-math.inf, 4.0, -2.0], [0.4, 0.3, 0.3])
+    assert r.t_star == 0.0 and r.log_mgf_min == pytest.approx(math.log(0.6), rel=1e-15)
+    assert r.rate == -r.log_mgf_min
+    assert r.tilted_mean == pytest.approx(1.0, rel=1e-15) and r.tilted_var == pytest.approx(9.0, rel=1e-15)
+
+
+@pytest.mark.parametrize("a, b, q", [(1.3, 0.7, 0.2), (0.01, 2.0, 0.3), (5.0, 0.1, 0.001), (1.0, 1.0, 0.49)])
+def test_chernoff_minimiser_to_its_stated_precision(a, b, q):
+    """brentq runs to xtol 1e-14 on the unit scale: t* agrees with the closed form to 1e-13 relative,
+    including minimisers beyond 1 (found by doubling the bracket)."""
+    t = math.log((1 - q) * b / (q * a)) / (a + b)
+    res = chernoff_exponent([a, -b], [q, 1 - q])
+    assert res.t_star == pytest.approx(t, rel=1e-13)
+    assert res.rate == pytest.approx(-math.log(q * math.exp(t * a) + (1 - q) * math.exp(-t * b)), rel=1e-13)
+
+
+@settings(max_examples=60, deadline=None)
+@given(laws(), st.integers(-300, 300))
+def test_chernoff_rate_does_not_change_when_z_is_rescaled(law, exponent):
+    """I(cZ) = I(Z) and t*(cZ) = t*(Z) / c for c > 0: a law on the scale 1e-300 is no harder than one on 1
+    (the bracket used to give up at t = 1e12, i.e. on every law below the scale ~1e-12)."""
+    v, p = law
+    c = 10.0 ** exponent
+    base, scaled = chernoff_exponent(v, p), chernoff_exponent(v * c, p)
+    assert scaled.rate == pytest.approx(base.rate, rel=1e-12, abs=1e-15)
+    if 0 < base.t_star < math.inf:
+        assert scaled.t_star * c == pytest.approx(base.t_star, rel=1e-12)
+        assert scaled.tilted_mean / c == pytest.approx(0.0, abs=1e-12 * np.abs(v).max())
+
+
+def test_chernoff_with_max_z_below_the_resolution_of_its_scale_is_refused():
+    with pytest.raises(TheoryError, match=r"max Z = 4.94e-324 is below the float64 resolution of the law's scale "
+                                          r"max \|Z\| = 1e\+308; the law is degenerate"):
+        chernoff_exponent([5e-324, -1e308], [0.4, 0.6])
+
+
+def test_llr_law_of_a_competitor_that_always_differs_from_the_parent_is_all_minus_infinity():
+    """A period-2 chain: the grandparent never equals the parent, and pi(x_gp, x_h) = 0, so Z = -inf surely
+    (the merge's scale has no finite value to read)."""
+    v, p = llr_law([[0.0, 1.0], [1.0, 0.0]], [-1, 0, 1], 2, 0)
+    assert v.tolist() == [-math.inf] and p.tolist() == [1.0]
+
+
+def test_llr_law_with_zeros_in_pi_warns_of_nothing():
+    """log 0 and -inf - -inf occur on atoms of mass 0; neither may leak a RuntimeWarning to the caller."""
+    import warnings
+
+    pi = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        v, p = llr_law(pi, [-1, 0, 1], 2, 0)
+    assert v[0] == -math.inf and p.sum() == pytest.approx(1.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("x, delta, merged", [(0.4, 1.5e-12, False), (0.4, 0.5e-12, True),
+                                              (0.9933, 3e-12, True), (0.9933, 8e-12, False)])
+def test_llr_law_merges_values_within_its_relative_tolerance_only(x, delta, merged):
+    """Values closer than 1e-12 * max(1, max |Z|) are one atom; values further apart stay two.
+
+    Two states, h' the grandparent: the atoms are 0 and +-g0, +-g1 with g_c = log pi[0, c] - log pi[1, c].
+    Rows [x, 1 - x] and [1 - x + e, x - e] make g1 = -g0 + delta: five atoms, or three when delta is
+    within the tolerance. |Z| is about 0.4 for x = 0.4 (tolerance 1e-12) and 5 for x = 0.9933 (5e-12)."""
+    e = delta / abs(1 / x - 1 / (1 - x))
+    pi = np.array([[x, 1 - x], [1 - x + e, x - e]])
+    g0, g1 = math.log(pi[0, 0]) - math.log(pi[1, 0]), math.log(pi[0, 1]) - math.log(pi[1, 1])
+    tol = 1e-12 * max(1.0, abs(g0), abs(g1))
+    assert (abs(g0 + g1) < tol / 1.4) if merged else (abs(g0 + g1) > 1.4 * tol)  # clear of the tolerance
+    v, p = llr_law(pi, [-1, 0, 1], 2, 0)
+    assert len(v) == (3 if merged else 5)
+    assert p.sum() == pytest.approx(1.0, abs=1e-15)
+
+
 # ----------------------------------------------------------------------------- bad input
 def test_bad_positions_rejected():
     tree = [-1, 0, 0, 1]
@@ -343,10 +427,12 @@ def test_bad_positions_rejected():
         llr_law(PI2, tree, 0, 0)
     with pytest.raises(TheoryError, match="competitor 1 is the true parent of h = 3"):
         llr_law(PI2, tree, 3, 1)
-    with pytest.raises(TheoryError, match="competitor 3 must come before h = 3"):
+    with pytest.raises(TheoryError, match=r"competitor 3 must come before h = 3 \(candidates are 0..2\)"):
         llr_law(PI2, tree, 3, 3)
     with pytest.raises(TheoryError, match="h 7 is out of range"):
         llr_law(PI2, tree, 7, 0)
+    with pytest.raises(TheoryError, match=r"^competitor 9 is out of range for a tree with 4 nodes \(0..3\)$"):
+        llr_law(PI2, tree, 3, 9)
     with pytest.raises(TheoryError, match="forest|root"):
         map_error_exponent(PI2, [-1, -1, 0], 1)
     with pytest.raises(TheoryError, match="row 0 sums to"):
