@@ -22,7 +22,7 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from .errors import TheoryError
+from .errors import TheoryError, as_real_array
 
 __all__ = [
     "gaussian_bma_constants",
@@ -64,10 +64,7 @@ def gaussian_bma_constants(rho) -> tuple[float, float]:
 
 
 def _validate_context(context, name: str = "context") -> np.ndarray:
-    try:
-        x = np.array(context, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TheoryError(f"{name} could not be read as an array of numbers: {exc}") from None
+    x = as_real_array(context, name)
     if x.ndim not in (3, 4) or min(x.shape, default=0) == 0:
         raise TheoryError(f"{name} must have shape (L, H, d) or (B, L, H, d) with no empty axis, got {x.shape}")
     bad = np.argwhere(~np.isfinite(x))
@@ -86,10 +83,7 @@ def _validate_h(h, H: int) -> int:
 
 
 def _validate_orthogonal(A, d: int) -> np.ndarray:
-    try:
-        A = np.array(A, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TheoryError(f"A could not be read as an array of numbers: {exc}") from None
+    A = as_real_array(A, "A")
     if A.shape != (d, d):
         raise TheoryError(f"A must have shape (d, d) = ({d}, {d}) to match the context, got {A.shape}")
     if not np.all(np.isfinite(A)):
@@ -131,7 +125,9 @@ def gaussian_bma_logits(context, A, rho, h: int) -> np.ndarray:
     cands = x[..., :h, :]  # (..., L, h, d)
     means = r * cands @ A  # rows: (A^T x_h')^T = x_h'^T A; (..., L, h, d)
     resid = target[..., None, :] - means  # (..., L, h, d)
-    logdens = -0.5 * d * math.log(2 * math.pi * var) - (resid ** 2).sum(-1) / (2 * var)  # (..., L, h)
+    # log N(x; m, var I) = -||x - m||^2 / (2 var) - (d/2) log(2 pi var); the second term is the same
+    # for every candidate and cancels in the shift by the max.
+    logdens = -(resid ** 2).sum(-1) / (2 * var)  # (..., L, h)
     scores = logdens.sum(-2)  # (..., h)
     return scores - scores.max(axis=-1, keepdims=True)
 
@@ -163,10 +159,7 @@ def bilinear_logits(context, W, h: int) -> np.ndarray:
     """
     x = _validate_context(context)
     d = x.shape[-1]
-    try:
-        W = np.array(W, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TheoryError(f"W could not be read as an array of numbers: {exc}") from None
+    W = as_real_array(W, "W")
     if W.shape != (d, d):
         raise TheoryError(f"W must have shape (d, d) = ({d}, {d}) to match the context, got {W.shape}")
     if not np.all(np.isfinite(W)):

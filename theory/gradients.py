@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import TheoryError
+from .errors import TheoryError, as_real_array
 from .joint import MAX_ENUMERATION, all_pairwise_joints, as_tree, root_law, sequence_pmf
 from .markov import stationary, validate_prob_vector, validate_stochastic
 from .structures import CausalTree
@@ -67,12 +67,10 @@ def _check_h(tree: CausalTree, h) -> int:
 
 
 def _broadcast(table: np.ndarray, n: int, ax_a: int, ax_b: int) -> np.ndarray:
-    """View ``table[a, b]`` (shape (d, d)) on axes ``ax_a``, ``ax_b`` of an ``n``-axis grid."""
-    d = table.shape[0]
+    """View ``table[a, b]`` (shape (d, d)) on axes ``ax_a < ax_b`` of an ``n``-axis grid (a
+    candidate ``h' < h`` and the position ``h``: the only order the callers use)."""
     shape = [1] * n
-    shape[ax_a], shape[ax_b] = d, d
-    if ax_a > ax_b:
-        table = table.T
+    shape[ax_a] = shape[ax_b] = table.shape[0]
     return table.reshape(shape)
 
 
@@ -129,7 +127,7 @@ def wei_gradient_at_zero(pi, tree, h: int, root=None, reading: str = "mixture", 
     if scores is None:
         att = np.full(h, 1.0 / h)
     else:
-        sc = np.asarray(scores, dtype=np.float64)
+        sc = as_real_array(scores, "scores")
         if sc.shape != (h,) or not np.all(np.isfinite(sc)):
             raise TheoryError(f"scores must be a finite vector of shape ({h},), got {sc.shape}")
         att = np.exp(sc - sc.max())
@@ -190,10 +188,7 @@ def wei_chi2_signal(pi, tree, h: int, root=None) -> np.ndarray:
 
 def _validate_prior(pis, weights) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Validate prior samples ``(K, S, S)`` and weights ``(K,)``; return them with each ``mu_pi``."""
-    try:
-        arr = np.array(pis, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TheoryError(f"pis could not be read as an array of numbers: {exc}") from None
+    arr = as_real_array(pis, "pis")
     if arr.ndim != 3 or arr.shape[0] == 0 or arr.shape[1] != arr.shape[2] or arr.shape[1] == 0:
         raise TheoryError(f"pis must be a non-empty stack of square matrices, shape (K, S, S), got {arr.shape}")
     K = arr.shape[0]

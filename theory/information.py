@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import TheoryError
+from .errors import TheoryError, as_real_array
 from .markov import ROW_SUM_ATOL
 
 __all__ = ["KINDS", "f_divergence", "mutual_information", "entropy"]
@@ -31,10 +31,7 @@ def _check_kind(kind: str) -> str:
 
 
 def _as_pmf(x, name: str) -> np.ndarray:
-    try:
-        arr = np.array(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TheoryError(f"{name} could not be read as an array of numbers: {exc}") from None
+    arr = as_real_array(x, name)
     if arr.size == 0:
         raise TheoryError(f"{name} is empty")
     flat = arr.reshape(-1)
@@ -53,7 +50,7 @@ def _as_pmf(x, name: str) -> np.ndarray:
 
 
 def _divergence(p: np.ndarray, q: np.ndarray, kind: str) -> float:
-    """Kernel on validated, same-shape, flattened pmfs."""
+    """Kernel on validated pmfs of one shape (every step is elementwise or a sum over all entries)."""
     if kind == "tv":
         return float(0.5 * np.abs(p - q).sum())
     if kind == "hellinger":
@@ -88,7 +85,8 @@ def _mutual_information(P: np.ndarray, kind: str) -> float:
     if kind == "kl":
         return float(max(0.0, np.sum(p * lr)))
     x = np.abs(lr)
-    with np.errstate(divide="ignore", over="ignore"):
+    # Each term is at most max(p, P_x P_y) <= 1 (p <= P_x, P_y), so exp cannot overflow.
+    with np.errstate(divide="ignore"):
         terms = np.exp(np.log(p) + x + 2 * np.log(-np.expm1(-x)))  # lr = 0 gives log(0) = -inf -> 0
     zero = P <= 0
     return float(terms.sum() + (np.outer(a, b)[zero]).sum())
@@ -109,7 +107,7 @@ def f_divergence(p, q, kind: str = "kl") -> float:
     p, q = _as_pmf(p, "p"), _as_pmf(q, "q")
     if p.shape != q.shape:
         raise TheoryError(f"p and q must have the same shape, got {p.shape} and {q.shape}")
-    return _divergence(p.reshape(-1), q.reshape(-1), kind)
+    return _divergence(p, q, kind)
 
 
 def mutual_information(joint, kind: str = "kl") -> float:
@@ -127,6 +125,6 @@ def mutual_information(joint, kind: str = "kl") -> float:
 
 def entropy(p) -> float:
     """Shannon entropy ``-sum p log p`` in nats (``0 log 0 = 0``)."""
-    p = _as_pmf(p, "p").reshape(-1)
+    p = _as_pmf(p, "p")
     p = p[p > 0]
     return float(max(0.0, -np.sum(p * np.log(p))))

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp
 
-from .errors import TheoryError
+from .errors import TheoryError, as_real_array
 from .joint import as_tree, pairwise_joint
 from .markov import ROW_SUM_ATOL, validate_stochastic
 
@@ -125,11 +125,7 @@ def llr_law(pi, tree, h: int, competitor: int, root=None) -> tuple[np.ndarray, n
 
 def _validate_law(values, probs) -> tuple[np.ndarray, np.ndarray]:
     """Check a finite discrete law on ``[-inf, inf)``; drop zero-probability atoms."""
-    try:
-        v = np.array(values, dtype=np.float64)
-        p = np.array(probs, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TheoryError(f"values and probs must be arrays of numbers: {exc}") from None
+    v, p = as_real_array(values, "values"), as_real_array(probs, "probs")
     if v.ndim != 1 or p.ndim != 1 or v.size == 0 or v.shape != p.shape:
         raise TheoryError(
             f"values and probs must be non-empty 1-d arrays of one length, got shapes {v.shape} and {p.shape}")

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
-from .errors import TheoryError
+from .errors import TheoryError, as_real_array
 
 __all__ = [
     "validate_stochastic",
@@ -25,14 +25,6 @@ __all__ = [
 
 #: Largest accepted deviation of a row sum (or a law's total) from 1.
 ROW_SUM_ATOL = 1e-8
-
-
-def _as_float_array(x, name: str) -> np.ndarray:
-    try:
-        arr = np.array(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TheoryError(f"{name} could not be read as an array of numbers: {exc}") from None
-    return arr
 
 
 def validate_stochastic(pi, *, name: str = "pi", atol: float = ROW_SUM_ATOL, square: bool = True) -> np.ndarray:
@@ -58,7 +50,7 @@ def validate_stochastic(pi, *, name: str = "pi", atol: float = ROW_SUM_ATOL, squ
         Naming the bad shape, the first NaN/inf or negative entry by ``[row, col]``, or
         the first row whose sum is off, with the sum.
     """
-    arr = _as_float_array(pi, name)
+    arr = as_real_array(pi, name)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0 or (square and arr.shape[0] != arr.shape[1]):
         want = "square (d, d)" if square else "2-d (d_in, d_out)"
         raise TheoryError(f"{name} must be a non-empty {want} matrix, got shape {arr.shape}")
@@ -82,7 +74,7 @@ def validate_stochastic(pi, *, name: str = "pi", atol: float = ROW_SUM_ATOL, squ
 
 def validate_prob_vector(p, *, d: int | None = None, name: str = "p", atol: float = ROW_SUM_ATOL) -> np.ndarray:
     """Check that ``p`` is a probability vector (of length ``d`` if given); return float64."""
-    arr = _as_float_array(p, name)
+    arr = as_real_array(p, name)
     if arr.ndim != 1 or arr.size == 0:
         raise TheoryError(f"{name} must be a non-empty 1-d probability vector, got shape {arr.shape}")
     if d is not None and arr.size != d:

@@ -37,7 +37,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from .errors import TheoryError
+from .errors import TheoryError, as_real_array
 from .markov import validate_prob_vector, validate_stochastic
 from .structures import CausalTree
 
@@ -341,10 +341,7 @@ def finite_priors(d, k, *, min_entry: float = 0.0) -> st.SearchStrategy[tuple[np
 
 
 def _validate_prior(pis, weights) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        arr = np.array(pis, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TheoryError(f"pis could not be read as an array of numbers: {exc}") from None
+    arr = as_real_array(pis, "pis")
     if arr.ndim != 3 or arr.shape[0] == 0 or arr.shape[1] != arr.shape[2]:
         raise TheoryError(f"pis must have shape (k, d, d) with k >= 1, got {arr.shape}")
     for j in range(arr.shape[0]):

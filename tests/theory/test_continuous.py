@@ -174,3 +174,30 @@ def test_bad_inputs_rejected():
         bilinear_logits(x, np.eye(3), 1)
     with pytest.raises(TheoryError, match=r"W\[0, 1\] = inf is not finite"):
         bilinear_logits(x, [[0.0, np.inf], [0.0, 0.0]], 1)
+
+
+def test_bad_inputs_are_named_exactly():
+    A = np.eye(2)
+    x = np.zeros((2, 3, 2))
+    with pytest.raises(TheoryError, match=r"^rho must be a real number with \|rho\| < 1, got True$"):
+        gaussian_bma_constants(True)
+    with pytest.raises(TheoryError, match=r"^rho must be a real number with \|rho\| < 1, got 'a'$"):
+        gaussian_bma_constants("a")
+    for h in (True, 1.0):  # True is not the position 1
+        with pytest.raises(TheoryError, match=rf"^h must be an integer position, got {h!r}$"):
+            gaussian_bma_logits(x, A, 0.5, h)
+    with pytest.raises(TheoryError, match=r"^h = 3 has no candidate parents or is out of range: need 1 <= h < H = 3$"):
+        gaussian_bma_logits(x, A, 0.5, 3)
+    # complex numbers are not read as real: no silent cast, no ComplexWarning
+    with pytest.raises(TheoryError, match=r"^context could not be read as an array of numbers: "):
+        gaussian_bma_logits(x + 1j, A, 0.5, 1)
+    with pytest.raises(TheoryError, match=r"^A could not be read as an array of numbers: "):
+        gaussian_bma_logits(x, A + 1j, 0.5, 1)
+    with pytest.raises(TheoryError, match=r"^W could not be read as an array of numbers: "):
+        bilinear_logits(x, A + 1j, 1)
+    with pytest.raises(TheoryError, match=r"^context must have shape \(L, H, d\) or \(B, L, H, d\) with no empty axis, "
+                                          r"got \(2, 0, 2\)$"):
+        gaussian_bma_logits(np.zeros((2, 0, 2)), A, 0.5, 1)
+    bad = np.array([[1.0, np.nan], [np.inf, 1.0]])  # the first non-finite entry is named
+    with pytest.raises(TheoryError, match=r"^A\[0, 1\] = nan is not finite$"):
+        gaussian_bma_logits(x, bad, 0.5, 1)

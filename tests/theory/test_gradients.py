@@ -394,3 +394,69 @@ def test_nichani_bad_inputs():
         nichani_parent_chi2(np.stack([good, good]), [-1, 0], weights=[1.0])
     with pytest.raises(TheoryError, match=r"node 1: parent 1 is itself"):
         nichani_gradient_signal(good[None], [-1, 1])
+
+
+def test_logits_reading_refuses_a_zero_even_where_no_entry_is_one():
+    pi = [[0.6, 0.4, 0.0], [0.3, 0.3, 0.4], [0.2, 0.3, 0.5]]
+    with pytest.raises(TheoryError, match=r"pi\[0, 2\] = 0 \(row 0\) makes log pi = -inf; use reading='mixture' or a "
+                                          r"pi with full support$"):
+        wei_gradient_at_zero(pi, [-1, 0, 1], 2, reading="logits")
+    with pytest.raises(TheoryError, match=r"^unknown reading 'softmax'; expected one of mixture, logits$"):
+        wei_gradient_at_zero(pi, [-1, 0, 1], 2, reading="softmax")
+
+
+def test_bad_positions_and_prior_shapes_are_named():
+    good = np.full((2, 2), 0.5)
+    with pytest.raises(TheoryError, match=r"^h = 3 is out of range: it needs candidate parents 0..h-1, so 1 <= h <= 2 "
+                                          r"for a tree with 3 nodes$"):
+        wei_chi2_signal(good, [-1, 0, 1], 3)
+    with pytest.raises(TheoryError, match=r"^h = True is not an integer position$"):
+        wei_chi2_signal(good, [-1, 0, 1], True)
+    with pytest.raises(TheoryError, match=r"^h = 1.0 is not an integer position$"):
+        wei_gradient_at_zero(good, [-1, 0, 1], 1.0)
+    for bad in (np.zeros((0, 2, 2)), np.full((1, 2, 3), 0.5), np.zeros((1, 0, 0))):
+        with pytest.raises(TheoryError, match=r"^pis must be a non-empty stack of square matrices, shape \(K, S, S\), "
+                                              rf"got \({bad.shape[0]}, {bad.shape[1]}, {bad.shape[2]}\)$"):
+            nichani_gradient_signal(bad, [-1, 0])
+    with pytest.raises(TheoryError, match=r"^pis could not be read as an array of numbers: "):
+        nichani_parent_chi2([[["a", "b"], ["c", "d"]]], [-1, 0])
+
+
+# A transient state (stationary mass 0) carries no mass: the signals on the chain with it equal those on the
+# chain without it. Terms with mu(s') = 0 are skipped (0/0); a mask that let them through would give nan.
+WITH_TRANSIENT = np.array([[0.5, 0.5, 0.0], [0.3, 0.7, 0.0], [0.2, 0.3, 0.5]])
+WITHOUT = WITH_TRANSIENT[:2, :2]
+
+
+def test_a_transient_state_does_not_change_n_signals():
+    tree = [-1, 0, 1, 0, 2]
+    for fn in (nichani_gradient_signal, nichani_parent_chi2):
+        with_t, without = fn(WITH_TRANSIENT[None], tree), fn(WITHOUT[None], tree)
+        assert np.all(np.isfinite(with_t))
+        np.testing.assert_allclose(with_t, without, rtol=1e-12, atol=1e-14)
+
+
+def test_a_transient_state_does_not_change_w_chi2_signal():
+    tree = [-1, 0, 1, 1]
+    with_t, without = wei_chi2_signal(WITH_TRANSIENT, tree, 3), wei_chi2_signal(WITHOUT, tree, 3)
+    assert np.all(np.isfinite(with_t))
+    np.testing.assert_allclose(with_t, without, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("reading", ["mixture", "logits"])
+def test_scores_enter_through_a_softmax_that_does_not_overflow(reading):
+    """softmax(s) = softmax(s + c): scores near 1000 give the gradient of scores near 0."""
+    pi = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.15, 0.6]])
+    s = np.array([0.3, -0.2, 0.1])
+    near_zero = wei_gradient_at_zero(pi, [-1, 0, 1, 1], 3, reading=reading, scores=s)
+    np.testing.assert_allclose(wei_gradient_at_zero(pi, [-1, 0, 1, 1], 3, reading=reading, scores=s + 1000.0),
+                               near_zero, rtol=1e-9, atol=1e-15)
+
+
+def test_logits_reading_with_entries_near_the_smallest_double_stays_finite():
+    """log pi down to about -690: the gradient stays finite and sums to 0 (the attention's gradient is
+    centred)."""
+    eps = 1e-300
+    pi = np.array([[1 - eps, eps], [eps, 1 - eps]])
+    g = wei_gradient_at_zero(pi, [-1, 0, 1], 2, reading="logits")
+    assert np.all(np.isfinite(g)) and abs(g.sum()) < 1e-12

@@ -364,3 +364,23 @@ def test_bad_inputs_named(call, match):
 
 _ELEM = r"(?:np\.int64\()?{}\)?"
 _INDEX = r"\[" + _ELEM + r"\]"
+
+
+def test_no_floating_point_warning_reaches_the_caller():
+    """chi2's overflow to +inf (a true value beyond the float range) and the log 0 of an independent
+    pair's terms are expected: neither may leak a RuntimeWarning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert f_divergence([0.5, 0.5], [1 - 1e-320, 1e-320], kind="chi2") == math.inf
+        assert mutual_information(np.outer([0.3, 0.7], [0.4, 0.6]), kind="chi2") == pytest.approx(0.0, abs=1e-15)
+
+
+def test_divergences_and_entropy_of_2d_pmfs_are_those_of_their_entries():
+    p = np.array([[0.1, 0.2], [0.3, 0.4]])
+    q = np.array([[0.25, 0.25], [0.4, 0.1]])
+    for kind in KINDS:
+        assert f_divergence(p, q, kind=kind) == pytest.approx(f_divergence(p.ravel(), q.ravel(), kind=kind), rel=1e-15)
+    assert entropy(p) == pytest.approx(entropy(p.ravel()), rel=1e-15)
+    assert f_divergence(p, np.array([[0.5, 0.5], [0.0, 0.0]])) == math.inf

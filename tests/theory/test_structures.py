@@ -194,3 +194,18 @@ def test_bad_parents_named(parents, match):
 def test_bad_node_arguments_named(call, match):
     with pytest.raises(TheoryError, match=match):
         call(FOREST)
+
+
+def test_from_networkx_names_the_first_ten_bad_labels_of_mixed_types():
+    g = nx.DiGraph()
+    g.add_nodes_from(["b", "a", 10, 3, "c", "d", "e", "f", "g", "h", "i", "j"])
+    with pytest.raises(TheoryError, match=r"^graph nodes must be the integers 0..n-1, got \[10, 3, 'a', 'b', 'c', 'd', "
+                                          r"'e', 'f', 'g', 'h'\]$"):
+        CausalTree.from_networkx(g)
+
+
+def test_distinct_trees_hash_apart():
+    """Equal trees hash equal (test above); distinct ones spread over the hash values, so that sets and dicts
+    of trees stay fast."""
+    trees = {CausalTree(p) for p in ([-1], [-1, 0], [-1, -1], [-1, 0, 0], [-1, 0, 1], [-1, -1, 1], [-1, 0, -1])}
+    assert len({hash(t) for t in trees}) == 7
