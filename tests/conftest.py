@@ -91,3 +91,17 @@ def _claim_registry_restored():
         table = getattr(registry, name)
         table.clear()
         table.update(content)
+
+
+_NUMPY_ERRORS = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}
+
+
+@pytest.fixture(autouse=True)
+def _numpy_floating_point_errors_at_their_defaults():
+    """Every test starts with numpy's default floating-point error handling. ``dit`` (the
+    information oracle) calls ``np.seterr(all="ignore")`` when it is imported, which silenced
+    every later test's RuntimeWarning: a test that a function leaks no warning could not fail."""
+    import numpy as np
+
+    np.seterr(**_NUMPY_ERRORS)
+    yield

@@ -27,6 +27,11 @@ from theory import TheoryError, all_pairwise_joints, closed_classes, entropy, f_
 from theory.information import KINDS
 from theory.strategies import causal_trees, prob_vectors, stochastic_matrices
 
+# dit evaluates 0 log 0 and 0/0 on the way and relies on numpy's errors being ignored (it sets
+# np.seterr(all="ignore") on import; tests/conftest.py puts the defaults back for every test):
+# its own warnings are noise here, ours are not.
+pytestmark = pytest.mark.filterwarnings(r"ignore::RuntimeWarning:dit\.")
+
 LN2 = math.log(2.0)
 # find() for wrong variants: derandomized, no example database, no shrinking (only the
 # existence of a counterexample matters, and shrinking these composites is slow).
