@@ -65,7 +65,7 @@ def gaussian_bma_constants(rho) -> tuple[float, float]:
 
 def _validate_context(context, name: str = "context") -> np.ndarray:
     x = as_real_array(context, name)
-    if x.ndim not in (3, 4) or min(x.shape, default=0) == 0:
+    if x.ndim not in (3, 4) or 0 in x.shape:
         raise TheoryError(f"{name} must have shape (L, H, d) or (B, L, H, d) with no empty axis, got {x.shape}")
     bad = np.argwhere(~np.isfinite(x))
     if bad.size:

@@ -36,6 +36,14 @@ def _corpus(tmp_path, prior=None):
     return Corpus(tmp_path / "corpus", RunConfig(prior=prior))
 
 
+def _prior_ctx(tmp_path, max_examples=40):
+    """A context under a real user's prior, with a corpus that records entries under it."""
+    from sim.priors import parse_prior
+
+    prior = parse_prior("dirichlet(alpha=0.3)")
+    return _ctx(tmp_path, max_examples=max_examples, prior=prior, corpus=_corpus(tmp_path, prior.spec()))
+
+
 def _integers():
     return st.integers(0, 1000)
 
@@ -238,13 +246,8 @@ def test_a_fixed_counterexample_lets_the_search_run_and_pass(tmp_path):
 
 
 def test_under_a_prior_a_stored_counterexample_is_replayed_and_only_the_other_search_runs(tmp_path):
-    from sim.priors import parse_prior
-
-    prior = parse_prior("dirichlet(alpha=0.3)")
-
     def run(violates):
-        ctx = Context(claim=_claim(), profile="quick", seed=0, out_dir=tmp_path, prior=prior,
-                      overrides={"max_examples": 40}, corpus=_corpus(tmp_path, prior.spec()))
+        ctx = _prior_ctx(tmp_path)
         return ctx, property_tier(ctx, _integers(), violates, _record, what="x < 37",
                                   assumptions_of=lambda x: {"x < 500": x < 500}, margin=lambda x: 37 - x)
 
@@ -265,14 +268,8 @@ def test_under_a_prior_a_stored_counterexample_is_replayed_and_only_the_other_se
 
 
 def test_under_a_prior_a_replay_with_a_budget_of_zero_searches_neither_half(tmp_path):
-    from sim.priors import parse_prior
-
-    prior = parse_prior("dirichlet(alpha=0.3)")
-
     def run(max_examples):
-        ctx = Context(claim=_claim(), profile="quick", seed=0, out_dir=tmp_path, prior=prior,
-                      overrides={"max_examples": max_examples}, corpus=_corpus(tmp_path, prior.spec()))
-        return property_tier(ctx, _integers(), lambda x: x >= 37, _record, what="x < 37",
+        return property_tier(_prior_ctx(tmp_path, max_examples), _integers(), lambda x: x >= 37, _record, what="x < 37",
                              assumptions_of=lambda x: {"x < 500": x < 500})
 
     assert run(40).verdict is Verdict.FAIL
@@ -447,13 +444,8 @@ def test_a_stored_input_that_now_breaks_an_assumption_is_marked_fixed_not_replay
 
 
 def test_under_a_prior_the_corpus_notes_reach_a_result_without_a_fail(tmp_path):
-    from sim.priors import parse_prior
-
     property_tier(_ctx(tmp_path, corpus=_corpus(tmp_path)), _integers(), lambda x: x >= 37, _record, what="x < 37")
-    prior = parse_prior("dirichlet(alpha=0.3)")
-    ctx = Context(claim=_claim(), profile="quick", seed=0, out_dir=tmp_path, prior=prior,
-                  overrides={"max_examples": 20}, corpus=_corpus(tmp_path, prior.spec()))
-    res = property_tier(ctx, _integers(), lambda x: False, _record, what="w", assumptions_of=lambda x: {"a": True})
+    res = property_tier(_prior_ctx(tmp_path, 20), _integers(), lambda x: False, _record, what="w", assumptions_of=lambda x: {"a": True})
     assert res.verdict is Verdict.PASS
     [note] = res.corpus  # the entry drawn without a prior is not replayed under one, and says so
     assert "drawn under another prior were not replayed" in note["detail"]
