@@ -94,7 +94,8 @@ def _setting_value(key: str, text: str):
         raise UsageError(f"unknown run setting {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
                          + f"; known: {', '.join(sorted(fields))}")
     default = fields[key].default
-    none_types = {"chain_seed": int, "prior": str, "grad_clip": float, "stop_when_nearest": str, "threads": int}
+    none_types = {"chain_seed": int, "prior": str, "grad_clip": float, "stop_when_nearest": str, "stop_set": str,
+                  "threads": int}
     low = text.strip().lower()
     try:
         if default is None:

@@ -10,8 +10,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from sim.papers.markov.task import (MarkovRunSpec, audit_strategies, evaluation_sets, kl_per_sequence, predict, run_chains,
+from sim.papers.markov.task import (MarkovRunSpec, audit_strategies, evaluation_sets, predict, run_chains,
                           score_predictions)
+from sim.papers.markov.placement import placement, separations
 from sim.sweep import run_sweep
 
 #: Phases a trained model is placed in: the four strategies of G, plus "uniform" for a model
@@ -65,22 +66,6 @@ def curve(rec, which: str, label: str, labels: Mapping[str, str] | None = None) 
     """The KL curve of strategy ``label`` (through ``labels``, phase -> strategy) over a record's
     evaluations, on the evaluation set ``which``."""
     return np.asarray(rec["eval"][which][(labels or {}).get(label, label)], dtype=float)
-
-
-def placement(rec, which: str, phases: Sequence[str], index: int = -1,
-              labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Nearest phase at evaluation ``index``: ``{"phase", "runner_up", "margin", "se", "kl"}``,
-    ``margin = KL(runner-up) - KL(nearest)`` and ``se`` its paired standard error over the
-    evaluation sequences."""
-    labels = dict(labels or {p: p for p in phases})
-    order = rec["pair_order"]
-    kl = {p: float(rec["eval"][which][labels[p]][index]) for p in phases}
-    ranked = sorted(phases, key=lambda p: kl[p])
-    best, second = ranked[0], ranked[1]
-    pse = rec["eval"][which]["pair_se"][index]
-    se = float(pse[order.index(labels[second])][order.index(labels[best])])
-    return {"phase": best, "runner_up": second, "margin": kl[second] - kl[best], "se": se, "kl": kl,
-            "step": rec["steps"][index]}
 
 
 def phase_series(rec, which: str, phases: Sequence[str], labels=None) -> list[str]:
@@ -137,16 +122,8 @@ class EvalSets:
         return rec
 
     def separations(self) -> dict[str, dict[str, dict[str, tuple[float, float]]]]:
-        """``{which: {a: {b: (mean KL(p_a || p_b), its standard error)}}}`` over the sequences:
-        how far apart the strategies themselves are, measured as the model is (``p_b`` in the
-        model's place). A strategy's zero probabilities are floored at 1e-300 (a finite, very
-        large distance)."""
-        out = {}
-        for which, (_, preds, _) in self.sets.items():
-            logs = {b: np.log(np.maximum(p, 1e-300)) for b, p in preds.items()}
-            out[which] = {a: {b: seeds_spread(kl_per_sequence(preds[a], logs[b])) for b in preds if b != a}
-                          for a in preds}
-        return out
+        """:func:`sim.papers.markov.placement.separations` of this run's evaluation sets."""
+        return separations(self.sets)
 
 
 def frozen_record(rec: Mapping[str, Any], index: int = 0) -> dict[str, Any]:

@@ -390,14 +390,21 @@ class MarkovRunSpec:
     stop_when_nearest: str | None = None
     stop_patience: int = 1
     stop_margin_z: float = 0.0
+    # or stop once the model is *placed* at one of these strategies on ``stop_set`` (default: the
+    # first set) for ``stop_patience`` evaluations in a row: G.1's own reading at its margin
+    # ``stop_margin_z`` (:func:`sim.papers.markov.placement.judge_end`), so that the check
+    # reading the run's last evaluation finds the judgement that stopped it
+    stop_when_placed: tuple = ()
+    stop_set: str | None = None
     threads: int | None = None  # torch threads inside the run (sweeps set 1)
 
     def __post_init__(self):
         object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
         object.__setattr__(self, "strategies", tuple(self.strategies))
+        object.__setattr__(self, "stop_when_placed", tuple(self.stop_when_placed))
         if self.K != "inf" and (isinstance(self.K, bool) or not isinstance(self.K, int) or self.K < 1):
             raise ValueError(f"K must be a positive integer or 'inf', got {self.K!r}")
-        for name in ("C", "N", "steps", "batch", "n_eval", "eval_every", "width", "layers", "heads"):
+        for name in ("C", "N", "steps", "batch", "n_eval", "eval_every", "width", "layers", "heads", "stop_patience"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "steps" else 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -415,6 +422,14 @@ class MarkovRunSpec:
         if self.stop_when_nearest is not None and self.stop_when_nearest not in self.strategies:
             raise ValueError(f"stop_when_nearest={self.stop_when_nearest!r} is not among the strategies "
                              f"{list(self.strategies)}")
+        if self.stop_when_placed and self.stop_when_nearest is not None:
+            raise ValueError("stop_when_nearest and stop_when_placed are two stopping rules; give one")
+        if not set(self.stop_when_placed) <= set(self.strategies):
+            raise ValueError(f"stop_when_placed={list(self.stop_when_placed)!r} names strategies outside "
+                             f"{list(self.strategies)}")
+        sets = (("id",) if self.K != "inf" else ()) + (("ood",) if self.ood or self.K == "inf" else ())
+        if self.stop_set is not None and self.stop_set not in sets:
+            raise ValueError(f"stop_set={self.stop_set!r} is not an evaluation set of this run ({', '.join(sets)})")
         if self.positions not in ("relative", "absolute"):
             raise ValueError(f"positions must be 'relative' or 'absolute', got {self.positions!r}")
 
@@ -431,6 +446,7 @@ class MarkovRunSpec:
         """Every field as plain data (``betas`` and ``strategies`` as lists): a run's record stores it."""
         d = dataclasses.asdict(self)
         d["betas"], d["strategies"] = list(self.betas), list(self.strategies)
+        d["stop_when_placed"] = list(self.stop_when_placed)
         return d
 
     @property
@@ -619,12 +635,22 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         rng_state = torch.random.get_rng_state()  # dropout draws from torch's global generator: restore it after
         torch.manual_seed(derive_seed(spec.seed, "dropout"))
         schedule = set(eval_schedule(spec.steps, spec.eval_every, spec.eval_log_points))
-        rec: dict[str, Any] = {"steps": [], "train_loss": [], "eval": {}}
+        rec: dict[str, Any] = {"steps": [], "train_loss": [], "eval": {}, "pair_order": list(spec.strategies)}
         eval_seconds = []
         setup_s = time.perf_counter() - t_start
         t0 = time.perf_counter()
         stopped, streak = None, 0
         first_set = "id" if spec.K != "inf" else "ood"
+        stop_set = spec.stop_set or first_set
+        if spec.stop_when_placed:
+            from sim.papers.markov.placement import absolute_placement, judge_end, separations
+            from sim.verdict import Outcome
+
+            seps = separations({stop_set: evaluator.sets[stop_set]})
+
+            def placed() -> bool:
+                pl = absolute_placement(rec, stop_set, seps, z=spec.stop_margin_z)
+                return judge_end(pl, spec.stop_when_placed, spec.stop_margin_z) is Outcome.HELD
 
         def evaluate(model, step: int, losses: list[float]) -> bool:
             """Record one evaluation (``train_loss``: the mean training loss since the previous
@@ -649,8 +675,10 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
                     pair_se = row["pair_se"][0][spec.strategies.index(second)][spec.strategies.index(best)]
                     clear = row[second][0] - row[best][0] > spec.stop_margin_z * pair_se
                 streak = streak + 1 if clear else 0
-                if streak >= spec.stop_patience:
-                    stopped = step
+            elif spec.stop_when_placed:
+                streak = streak + 1 if placed() else 0
+            if streak >= spec.stop_patience:
+                stopped = step
             if stop is not None and stop(ev):
                 stopped = step
             return stopped is not None

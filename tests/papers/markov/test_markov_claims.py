@@ -17,6 +17,7 @@ from sim.papers.markov.claims.edelman import E_1
 from sim.papers.markov.claims.gibson import (G_1, G_2, WRONG_TAU_SHAPES, fit_offset_law, judge_law, k1_bracket,
                                wrong_law_taus)
 from sim.priors import Floor, Dirichlet
+from sim.runner import RunConfig, evaluate_claim
 from sim.verdict import Outcome, Verdict
 
 from ..conftest import tier
@@ -134,6 +135,24 @@ def test_g1_training_and_chain_seeds_follow_the_master_seed(run_claim, runs):
     assert {p["chain_seed"] for p in first}.isdisjoint({p["chain_seed"] for p in second})
     # within one master seed, a seed index keeps its chains across K (nested chain sets)
     assert len({p["chain_seed"] for p in first}) == 2 and len({p["seed"] for p in first}) == 2
+
+
+def test_g1_runs_at_the_ends_stop_on_the_deciding_reading_and_the_rest_train_to_the_budget(run_claim, runs,
+                                                                                            tmp_path):
+    """The seed's "tends to enter": a run at an end of the K grid stops once it is placed at its
+    end's phase on the set that end is judged on, at the claim's own margin z; a run inside the
+    grid, and every run without ``stop_once_placed``, trains for its full budget."""
+    asked = runs(g1_run("M2", "G2"))
+    evaluate_claim(G_1, RunConfig(profile="quick", z=2.5, overrides={"G.1": {**G1_SMALL, "K": (2, 64, 1024)}}),
+                   tmp_path)
+    rule = {p["K"]: (p.get("stop_when_placed"), p.get("stop_set"), p.get("stop_margin_z")) for p in asked}
+    assert rule == {2: (["M1", "M2"], "id", 2.5), 64: (None, None, None), 1024: (["G2"], "ood", 2.5)}
+    assert {p["stop_patience"] for p in asked if p["K"] != 64} == {3}
+    asked.clear()
+    run_claim(G_1, **{**G1_SMALL, "stop_once_placed": False})
+    assert not any("stop_when_placed" in p for p in asked)
+    # the quick profile decides on 8 seeds (issue 16)
+    assert len(G_1.settings["quick"]["seeds"]) == 8 and G_1.settings["quick"]["stop_once_placed"]
 
 
 def test_g1_wrong_reading_fails_with_the_run_that_contradicts_it(run_claim, runs):

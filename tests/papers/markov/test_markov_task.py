@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from scipy import integrate
 
+from sim.papers.markov import runs as mr
 from sim.papers.markov import task as mi
+from sim.verdict import Outcome
 
 
 def _table(names=mi.ALL_STRATEGIES):
@@ -218,6 +220,40 @@ def test_the_early_stop_waits_for_the_margin_it_is_given():
     assert held_back["stopped_at"] is None and held_back["steps"] == [0, 3, 6]
     with pytest.raises(ValueError, match="stop_margin_z must be a finite number >= 0"):
         mi.MarkovRunSpec(stop_margin_z=-1.0)
+
+
+def test_a_run_stops_once_placed_and_the_claim_reads_the_judgement_that_stopped_it():
+    """At init the model predicts about uniformly: placed at "uniform" with margin 0, so a run told
+    to stop once placed there stops at step 0, and G.1's reading of its last evaluation (with the
+    separations the claim computes afresh from the run's parameters) is that same HELD; at a
+    margin of a million standard errors it is never placed and trains to the end."""
+    from sim.papers.markov.placement import absolute_placement, judge_end
+
+    params = dict(C=3, K=2, N=8, width=8, steps=6, batch=4, n_eval=6, eval_every=3, eval_log_points=0,
+                  strategies=["uniform", "G1", "G2", "M1", "M2"], threads=1, stop_when_placed=["uniform"],
+                  stop_set="ood", stop_patience=1)
+    rec = mi.run_markov(params)
+    assert rec["stopped_at"] == 0 and rec["steps"] == [0]
+    seps = mr.EvalSets(params).separations()
+    assert judge_end(absolute_placement(rec, "ood", seps, z=0.0), ["uniform"], 0.0) is Outcome.HELD
+    held_back = mi.run_markov({**params, "stop_margin_z": 1e6})
+    assert held_back["stopped_at"] is None and held_back["steps"] == [0, 3, 6]
+    # two evaluations in a row needed: the run goes one evaluation further than with one
+    assert mi.run_markov({**params, "stop_patience": 2})["stopped_at"] == 3
+    assert rec["spec"]["stop_when_placed"] == ["uniform"]
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"stop_when_placed": ["G2"], "stop_when_nearest": "G2"}, "two stopping rules; give one"),
+    ({"stop_when_placed": ["M3"]}, "names strategies outside"),
+    ({"stop_when_placed": ["G2"], "K": "inf", "strategies": ["G1", "G2"], "stop_set": "id"},
+     "stop_set='id' is not an evaluation set of this run \\(ood\\)"),
+    ({"stop_set": "ood", "ood": False}, "is not an evaluation set of this run \\(id\\)"),
+    ({"stop_patience": 0}, "stop_patience must be a positive integer"),
+])
+def test_the_stopping_rules_refuse_settings_that_cannot_mean_anything(bad, message):
+    with pytest.raises(ValueError, match=message):
+        mi.MarkovRunSpec(**{"K": 2, **bad})
 
 
 def test_a_tiny_run_is_reproducible_and_complete():

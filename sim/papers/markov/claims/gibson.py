@@ -30,6 +30,7 @@ from sim.priors import Dirichlet
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                        tier_verdict)
 from sim.papers.markov import runs as mr
+from sim.papers.markov.placement import absolute_placement, judge_end, placement
 from sim.claims.base import Claim, PrimaryReading, Source
 
 __all__ = ["G_1", "G_2", "CLAIMS", "k1_bracket", "fit_power_law", "fit_divergence", "fit_offset_law", "judge_law",
@@ -90,44 +91,6 @@ def k1_bracket(Ks: Sequence[int], m_fraction: Sequence[float]) -> dict[str, Any]
 JUDGED_ON = {"few": "id", "many": "ood"}
 #: The 1-point phases (seed 004: G1 and M1 pool unigram statistics) that precede the 2-point ones.
 ONE_POINT = ("G1", "M1")
-
-
-def absolute_placement(rec, which: str, separations, phases: Sequence[str] = PHASES, index: int = -1,
-                       labels=None, group: Sequence[str] = (), z: float = 3.0) -> dict[str, Any]:
-    """The nearest phase with its "none of the above" test.
-
-    ``d = KL(s* || model)`` for the nearest strategy ``s*`` must stay below the radius
-    ``r = 1/2 min_{j != s*} KL(s* || s_j)``: the model must approximate ``s*`` at least twice as
-    well as any other strategy does, measured by the same functional ``KL(s* || .)``. (For a
-    metric ``d(m, s*) < d(s*, s_j) / 2`` would make ``s*`` the unique nearest by the triangle
-    inequality; the factor is that argument's, not a tuned constant.) ``close`` is
-    ``compare(d, r)`` with the standard errors over the evaluation sequences (``d``'s and
-    ``r``'s in quadrature). ``group``: strategies read as one phase (e.g. the 1-point pair):
-    the radius then runs over strategies outside the group."""
-    pl = mr.placement(rec, which, phases, index, labels)
-    labels = dict(labels or {p: p for p in phases})
-    near = pl["phase"]
-    d_se = float(rec["eval"][which][labels[near] + "_se"][index])
-    inside = set(group) if near in group else {near}
-    others = [(m, se) for other, (m, se) in separations[which][near].items() if other not in inside and other in phases]
-    r, r_se = min(others)
-    close = compare(pl["kl"][near], 0.5 * r, stderr=math.hypot(d_se, 0.5 * r_se), z=z, direction="<=")
-    return {**pl, "d": pl["kl"][near], "d_se": d_se, "radius": 0.5 * r, "radius_se": 0.5 * r_se, "close": close}
-
-
-def judge_end(pl: Mapping[str, Any], wanted: Sequence[str], z: float) -> Outcome:
-    """One run at one end of the grid: HELD if placed (close, and nearest with margin unless the
-    runner-up is wanted too) at a wanted phase; VIOLATED if "none of the above" with margin or
-    placed at any other phase (uniform plateau, G1, the other regime's strategy); UNDECIDED
-    within the error."""
-    close = compare(pl["d"], pl["radius"], stderr=math.hypot(pl["d_se"], pl["radius_se"]), z=z, direction="<=")
-    if close is Outcome.VIOLATED:
-        return Outcome.VIOLATED
-    sure = pl["runner_up"] in wanted and pl["phase"] in wanted or \
-        compare(pl["margin"], 0.0, stderr=pl["se"], z=z) is Outcome.HELD
-    if close is Outcome.UNDECIDED or not sure:
-        return Outcome.UNDECIDED
-    return Outcome.HELD if pl["phase"] in wanted else Outcome.VIOLATED
 
 
 def decide_g1(placements: Mapping[tuple[int, int], Mapping[str, Any]], few: Sequence[str], many: Sequence[str],
@@ -197,6 +160,21 @@ def _lag2_bigram(x: np.ndarray, C: int, alpha: float) -> np.ndarray:
     return out
 
 
+def _stop_rule(ctx, K: int, k_few: int, k_many: int) -> dict[str, Any]:
+    """With the setting ``stop_once_placed``, a run at an end of the K grid stops once it has
+    *entered* its end's phase (the seed's word: "tends to enter M1/M2 ... G2"): the deciding
+    reading itself (placed at margin z on the set that end is judged on) for ``stop_patience``
+    evaluations in a row; the check then reads that last evaluation. Runs inside the grid,
+    and every run without the setting, train for the full ``steps``."""
+    if not ctx.settings.get("stop_once_placed") or K not in (k_few, k_many):
+        return {}
+    labels = dict(ctx.params["labels"])
+    end = "few" if K == k_few else "many"
+    wanted = ctx.params["few_chains_phase" if end == "few" else "many_chains_phase"]
+    return {"stop_when_placed": [labels[p] for p in wanted], "stop_set": JUDGED_ON[end],
+            "stop_margin_z": float(ctx.z), "stop_patience": int(ctx.settings["stop_patience"])}
+
+
 def _check_g1(ctx) -> TierResult:
     s = ctx.settings
     labels = dict(ctx.params["labels"])
@@ -204,11 +182,12 @@ def _check_g1(ctx) -> TierResult:
     few, many = tuple(ctx.params["few_chains_phase"]), tuple(ctx.params["many_chains_phase"])
     Ks, seeds = list(s["K"]), list(s["seeds"])
     grid = [(K, seed) for K in Ks for seed in seeds]
+    k_few, k_many = min(Ks), max(Ks)
     params = {(K, seed): mr.run_params(ctx, K=K, seed=ctx.seed_for(f"train-{seed}"),
-                                       chain_seed=ctx.seed_for(f"chains-{seed}")) for K, seed in grid}
+                                       chain_seed=ctx.seed_for(f"chains-{seed}"), **_stop_rule(ctx, K, k_few, k_many))
+              for K, seed in grid}
     records = mr.sweep_records(ctx, "phases", [params[g] for g in grid])
     by = {g: rec for g, rec in zip(grid, records)}
-    k_few, k_many = min(Ks), max(Ks)
     ends = {(K, seed): ("few" if K == k_few else "many") for K, seed in grid if K in (k_few, k_many)}
     evalsets = {g: mr.EvalSets(params[g]) for g in ends}
     seps = {g: evalsets[g].separations() for g in ends}
@@ -216,8 +195,8 @@ def _check_g1(ctx) -> TierResult:
     for K in Ks:
         for seed in seeds:
             rec = by[K, seed]
-            ood = mr.placement(rec, "ood", PHASES, labels=labels)
-            idp = mr.placement(rec, "id", PHASES, labels=labels)
+            ood = placement(rec, "ood", PHASES, labels=labels)
+            idp = placement(rec, "id", PHASES, labels=labels)
             table.append({"K": K, "seed": seed, "ood": ood["phase"], "ood_margin": ood["margin"], "ood_se": ood["se"],
                           "id": idp["phase"], "id_margin": idp["margin"], "id_se": idp["se"],
                           "kl_ood": ood["kl"], "kl_id": idp["kl"], "train_seconds": rec["timing"]["train_seconds"],
@@ -861,7 +840,10 @@ G_1 = Claim(
                "with z standard errors over the evaluation sequences. Conclusion: at the smallest K of the grid every "
                "seed is placed at M1/M2 in distribution (memorisation is a statement about the training chains), at "
                "the largest K every seed at G2 out of distribution (fresh chains), each nearest with a margin of z "
-               "paired standard errors; none of the above, or any other phase, at an end is a violation. Negative "
+               "paired standard errors; none of the above, or any other phase, at an end is a violation. The seed's "
+               "verb is 'enter', so a run at an end trains until it has entered its end's phase (this reading, at "
+               "margin z, at 3 evaluations in a row) or to its step budget, and is read at its last evaluation; 8 "
+               "seeds. Negative "
                "controls through the same check, each must FAIL: the uniform predictor, the in-context unigram "
                "(add-one), an in-context bigram keyed on the previous state (the wrong parent) and the untrained "
                "model. K1* is bracketed on the grid (quick: the two ends only; standard: a factor 8; paper: a factor "
@@ -872,12 +854,15 @@ G_1 = Claim(
     assumptions=("rows i.i.d. symmetric Dirichlet", "2-layer transformer, attention + MLP in each layer"),
     checks={"trained": _check_g1},
     settings={
-        "quick": {"tiers": ("trained",), **GIBSON_BASE, "K": (2, 1024), "seeds": (0, 1), "steps": 600, "n_eval": 128,
-                  "eval_every": 50, "eval_log_points": 8},
-        "standard": {"tiers": ("trained",), **GIBSON_BASE, "K": (2, 16, 128, 1024), "seeds": (0, 1, 2), "steps": 1000,
-                     "n_eval": 256, "eval_every": 50, "eval_log_points": 10},
+        # 8 seeds (issue 16); the ends' runs stop once placed (_stop_rule): the few-chain end enters M2
+        # within ~100 steps, the many-chain end G2 within ~250-350 here, 600 being the budget of a run not yet there
+        "quick": {"tiers": ("trained",), **GIBSON_BASE, "K": (2, 1024), "seeds": tuple(range(8)), "steps": 600,
+                  "n_eval": 128, "eval_every": 25, "eval_log_points": 8, "stop_once_placed": True, "stop_patience": 3},
+        "standard": {"tiers": ("trained",), **GIBSON_BASE, "K": (2, 16, 128, 1024), "seeds": tuple(range(8)),
+                     "steps": 1000, "n_eval": 256, "eval_every": 50, "eval_log_points": 10, "stop_once_placed": True,
+                     "stop_patience": 3},
         "paper": {"tiers": ("trained",), **GIBSON_BASE, "N": 128, "K": tuple(2 ** k for k in range(0, 15)),
-                  "seeds": tuple(range(5)), "steps": 30000, "n_eval": 512, "eval_every": 250, "eval_log_points": 20},
+                  "seeds": tuple(range(8)), "steps": 30000, "n_eval": 512, "eval_every": 250, "eval_log_points": 20},
     },
     decided_by="quick",
     params={"few_chains_phase": M_PHASES, "many_chains_phase": ("G2",), "labels": {p: p for p in PHASES}},
