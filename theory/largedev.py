@@ -429,7 +429,7 @@ def pairwise_error_exact_path(values, probs, Ls, *, gap_window: float | None = N
     one window and ``(len(Ls), len(gap_window))`` for a sequence.
     """
     v, p = _validate_law(values, probs)
-    Ls = [_validate_L(L, minimum=0) for L in Ls]
+    Ls = [_validate_L(L) for L in Ls]
     windows = None
     if gap_window is not None:
         windows = np.atleast_1d(np.asarray(gap_window, dtype=float))
@@ -451,7 +451,7 @@ def pairwise_error_exact_path(values, probs, Ls, *, gap_window: float | None = N
                 continue
             upto = int(np.searchsorted(x, w, side="right"))  # points <= w, then the first beyond
             pts = np.concatenate([[0.0], x[:min(upto + 1, x.size)]])
-            gaps[idx, j] = float(np.diff(pts).max()) if pts.size > 1 else w
+            gaps[idx, j] = float(np.diff(pts).max())  # pts holds 0 and at least x[0]
 
     def record(n, vals, logp, scale):
         hit = vals >= -1e-9 * n * scale

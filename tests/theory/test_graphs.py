@@ -127,3 +127,178 @@ def test_ws_trees_drawn_in_torch_follow_the_same_law():
     for h in range(2, 12):
         counts = np.bincount(pars[:, h], minlength=h).astype(float)
         assert len(counts) == h and _chi2_z(counts, np.full(h, 1.0 / h)) < 4
+
+
+# -- a user's graph (GivenGraph) and the exact messages: pinned path by path -------------------
+def _msg(text):
+    import re
+
+    return "^" + re.escape(text) + "$"
+
+
+def test_a_given_graph_keeps_its_label_and_sorted_parents_through_copies_and_pickles():
+    import copy
+    import pickle
+
+    g = G.GivenGraph("mine", [[], [0], [1, 0], []])
+    assert str(g) == "mine" and g.parent_sets == ((), (0,), (0, 1), ())
+    for other in (copy.deepcopy(g), pickle.loads(pickle.dumps(g))):
+        assert str(other) == "mine" and other.parent_sets == g.parent_sets
+    built = G.GivenGraph.from_graph("from nx", nx.DiGraph([(0, 2), (1, 2), (0, 1)]))
+    assert str(built) == "from nx" and built.parent_sets == ((), (0,), (0, 1))
+
+
+def test_a_given_graph_as_a_parent_array_roots_are_minus_one():
+    g = G.GivenGraph("tree", [[], [0], [0], [], [3]])
+    par = G.n_parents(g, 5)
+    assert par.dtype == np.int64 and par.tolist() == [-1, 0, 0, -1, 3]
+    assert G.n_parents(G.GivenGraph("two", [[], []]), 2).tolist() == [-1, -1]  # T = 2: context and query
+    with pytest.raises(TheoryError, match=_msg("graph tree has 5 positions, not the 6 asked for")):
+        G.n_parents(g, 6)
+    with pytest.raises(TheoryError, match=_msg("graph dag: node 2 has 2 parents [0, 1]; at most one here")):
+        G.n_parents(G.GivenGraph("dag", [[], [0], [0, 1]]), 3)
+
+
+def test_a_given_graph_as_k_parent_sets():
+    g = G.GivenGraph("dag", [[], [0], [0, 1], [1, 2]])
+    assert G.k_parent_sets(g, 3, k=2) == [(), (0,), (0, 1), (1, 2)]
+    with pytest.raises(TheoryError, match=_msg("graph dag has 4 nodes (T prompt positions and the target), "
+                                               "not the 5 asked for")):
+        G.k_parent_sets(g, 4, k=2)
+    with pytest.raises(TheoryError, match=_msg("graph dag: node 2 has 2 parents [0, 1]; at most k = 1 here")):
+        G.k_parent_sets(g, 3, k=1)
+
+
+def test_n_parents_needs_a_context_and_a_query():
+    assert G.n_parents("chain", 2).tolist() == [-1, -1]
+    with pytest.raises(TheoryError, match=_msg("T must be >= 2 (context and query), got 1")):
+        G.n_parents("chain", 1)
+    with pytest.raises(TheoryError, match=_msg("the many graph law needs a seeded generator (rng)")):
+        G.n_parents("many", 5)
+    with pytest.raises(TheoryError, match=_msg("unknown graph 'lattice'; expected chain, icl, star, roots, random "
+                                               "or many")):
+        G.n_parents("lattice", 5)
+    for alias, name in (("icf", "icl"), ("function", "icl"), ("empty", "roots")):
+        assert G.n_parents(alias, 7).tolist() == G.n_parents(name, 7).tolist()
+
+
+def test_n_many_graphs_keeps_position_zero_and_the_query_roots():
+    rng = np.random.default_rng(1)
+    pars = np.stack([G.n_parents("many", 6, rng) for _ in range(200)])
+    assert (pars[:, 0] == -1).all() and (pars[:, -1] == -1).all()
+    assert ((pars[:, 1] == -1) | (pars[:, 1] == 0)).all() and (pars[:, 1] == 0).any()
+
+
+def test_k_parent_sets_limits_and_messages():
+    assert G.k_parent_sets("ngram", 3, 3) == [(), (), (), (0, 1, 2)]  # k = T: only the target has parents
+    assert G.k_parent_sets("ngram", 3, 1) == [(), (0,), (1,), (2,)]
+    for k, T in ((0, 3), (4, 3)):
+        with pytest.raises(TheoryError, match=_msg(f"a k-parent DAG needs 1 <= k <= T, got k={k}, T={T}")):
+            G.k_parent_sets("ngram", T, k)
+    with pytest.raises(TheoryError, match=_msg("N's notebook graph has k = 2 parents")):
+        G.k_parent_sets("notebook", 4, 3)
+    with pytest.raises(TheoryError, match=_msg("the random k-parent law needs a seeded generator (rng)")):
+        G.k_parent_sets("random", 4, 2)
+    with pytest.raises(TheoryError, match=_msg("unknown k-parent graph 'star'; expected ngram, notebook or random")):
+        G.k_parent_sets("star", 4, 2)
+    for name in ("ngram", "notebook", "random"):
+        sets = G.k_parent_sets(name, 6, 2, np.random.default_rng(0))
+        assert len(sets) == 7 and sets[:2] == [(), ()] and all(len(s) == 2 and max(s) < i
+                                                              for i, s in enumerate(sets) if i >= 2)
+
+
+def test_random_k_parent_sets_are_uniform_subsets():
+    """Each of the C(i, k) subsets of 0..i-1 equally likely (chi-square at z = 4)."""
+    from itertools import combinations
+
+    rng = np.random.default_rng(5)
+    draws = [G.k_parent_sets("random", 5, 2, rng)[5] for _ in range(6000)]
+    support = list(combinations(range(5), 2))
+    counts = np.array([draws.count(s) for s in support], dtype=float)
+    assert counts.sum() == len(draws) and _chi2_z(counts, np.full(len(support), 1 / len(support))) < 4
+
+
+def test_graphs_carry_roots_names_and_queries():
+    rng = np.random.default_rng(0)
+    cases = [
+        (G.chain(5), "chain (T=5)", 4), (G.in_context_function(5), "in-context function (T=5)", 4),
+        (G.star(5), "star (T=5)", 4), (G.roots(5), "roots (T=5)", 4),
+        (G.n_random(5, rng), "N random graph (T=5)", 4), (G.n_many_graphs(5, rng), "N many-graphs draw (T=5)", 4),
+        (G.random_recursive_tree(5, rng), "W random recursive tree (H=5)", None),
+        (G.markov_chain(5), "Markov chain (T=5)", 4), (G.k_parent_dag("ngram", 4, 2), "ngram 2-parent DAG (T=4)", 4),
+    ]
+    for g, name, query in cases:
+        assert g.graph == {"name": name, "query": query}
+        assert g.number_of_nodes() == 5
+        assert all(g.nodes[v]["root"] == (g.in_degree(v) == 0) for v in g.nodes)
+    assert G.to_parents(G.in_context_function(5)).tolist() == [-1, 0, -1, 2, -1]
+    assert G.to_parents(G.star(5)).tolist() == [-1, 0, 0, 0, -1]
+    assert G.to_parents(G.roots(4)).tolist() == [-1] * 4
+    assert G.to_parents(G.random_recursive_tree(4, np.random.default_rng(0)))[:2].tolist() == [-1, 0]
+    assert G.to_parents(G.markov_chain(1)).tolist() == [-1]
+    with pytest.raises(TheoryError, match=_msg("T must be >= 1, got 0")):
+        G.markov_chain(0)
+    assert G.to_parent_sets(G.k_parent_dag("notebook", 4)) == [(), (), (0, 1), (1, 2), (1, 3)]
+
+
+def test_from_parent_sets_marks_roots_and_validates():
+    g = G.from_parent_sets([(), (0,), (0, 1)], name="mine", query=2)
+    assert g.graph == {"name": "mine", "query": 2} and [g.nodes[v]["root"] for v in g] == [True, False, False]
+    assert G.from_parent_sets([(), ()]).graph == {"name": "", "query": None}
+    with pytest.raises(TheoryError, match="edge 2 -> 1 points forwards"):
+        G.from_parent_sets([(), (2,), ()])
+
+
+def test_every_family_by_name_and_alias():
+    rng = np.random.default_rng(4)
+    for name, T in (("chain", 6), ("ICL", 6), (" function ", 6), ("empty", 6), ("star", 6), ("markov", 6),
+                    ("ngram", 6)):
+        assert G.family(name, T).number_of_nodes() == T
+    assert G.to_parents(G.family("icl", 6)).tolist() == G.to_parents(G.in_context_function(6)).tolist()
+    assert G.to_parents(G.family("empty", 4)).tolist() == [-1] * 4
+    assert G.to_parent_sets(G.family("ngram", 5)) == G.k_parent_sets("ngram", 4, 2)
+    for name in ("random", "many", "tree"):
+        with pytest.raises(TheoryError, match=_msg(f"the {name} graph law is random and needs a seeded generator "
+                                                   "(rng)")):
+            G.family(name, 6)
+        assert G.family(name, 6, rng).number_of_nodes() == 6
+    assert G.family("tree", 6, rng).graph["name"] == "W random recursive tree (H=6)"
+    assert G.family("many", 6, rng).graph["name"] == "N many-graphs draw (T=6)"
+    with pytest.raises(TheoryError, match=_msg("unknown graph family 'lattice'; expected one of chain, icf, star, "
+                                               "roots, random, many, tree, markov, ngram")):
+        G.family("lattice", 5)
+
+
+def test_validation_messages_word_for_word():
+    with pytest.raises(TheoryError, match=_msg("a causal graph is a networkx.DiGraph, got Graph")):
+        G.validate(nx.Graph([(0, 1)]))
+    with pytest.raises(TheoryError, match=_msg("a causal graph is a networkx.DiGraph, got MultiDiGraph")):
+        G.validate(nx.MultiDiGraph([(0, 1)]))
+    with pytest.raises(TheoryError, match=_msg("the graph has no nodes")):
+        G.validate(nx.DiGraph())
+    with pytest.raises(TheoryError, match=_msg("node True is not an integer position; nodes must be 0..n-1")):
+        G.validate(nx.DiGraph([(0, True)]))
+    with pytest.raises(TheoryError, match=_msg("nodes must be the positions 0..1: position 1 is missing and node 5 "
+                                               "is out of range")):
+        G.validate(nx.DiGraph([(0, 5)]))
+    with pytest.raises(TheoryError, match=_msg("nodes must be the positions 0..1: position 0 is missing and node -1 "
+                                               "is out of range")):
+        G.validate(_nodes(1, -1))
+    # the same cycle listed from another node reads the same
+    with pytest.raises(TheoryError, match=_msg("the graph has a cycle: 0 -> 1 -> 2 -> 0")):
+        G.validate(nx.DiGraph([(1, 2), (2, 0), (0, 1)]))
+    with pytest.raises(TheoryError, match=_msg("edge 2 -> 1 points forwards: a parent must come before its child "
+                                               "(p < i)")):
+        G.validate(nx.DiGraph([(0, 2), (2, 1)]))
+    with pytest.raises(TheoryError, match=_msg("node 2 has 2 parents [0, 1]; at most 1 allowed here")):
+        G.validate(nx.DiGraph([(0, 2), (1, 2)]), max_parents=1)
+    G.validate(nx.DiGraph([(0, 2), (1, 2)]), max_parents=2)  # exactly the limit is allowed
+    assert G.to_parent_sets(nx.DiGraph([(0, 2), (1, 2)]), 2) == [(), (), (0, 1)]
+    with pytest.raises(TheoryError, match="at most 1 allowed here"):
+        G.to_parent_sets(nx.DiGraph([(0, 2), (1, 2)]), 1)
+
+
+def _nodes(*nodes):
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    return g

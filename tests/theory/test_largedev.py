@@ -533,3 +533,90 @@ def test_llr_law_is_oriented_competitor_over_parent(h, comp):
     assert float(p @ np.exp(-v)) > 1.0 + 1e-3
     assert float(p @ v) == pytest.approx(
         expected_loglik(pi, parents, comp, h) - expected_loglik(pi, parents, parents[h], h), abs=1e-12)
+
+
+# --------------------------------------------------- pairwise_error_exact_path, path by path
+def test_exact_path_at_no_l_at_l_zero_and_in_any_order():
+    assert pairwise_error_exact_path([-1.0, 2.0], [0.5, 0.5], []).shape == (0,)
+    logP = pairwise_error_exact_path([-1.0, 2.0], [0.5, 0.5], [2, 0, 1, 2])
+    assert logP.tolist() == pytest.approx([math.log(0.75), 0.0, math.log(0.5), math.log(0.75)])
+    with pytest.raises(TheoryError, match=r"L must be an integer >= 0 \(number of context examples\), got -1"):
+        pairwise_error_exact_path([-1.0, 2.0], [0.5, 0.5], [1, -1])
+
+
+def test_exact_path_of_a_law_with_no_finite_value():
+    """Z = -inf surely: S_0 = 0 (log P = 0, gap 0), every L >= 1 has P = 0 and the whole window as its gap."""
+    logP, gaps = pairwise_error_exact_path([-math.inf], [1.0], [0, 1, 3], gap_window=[0.5, 2.0])
+    assert logP.tolist() == [0.0, -math.inf, -math.inf]
+    assert gaps.dtype == np.float64 and gaps.tolist() == [[0.0, 0.0], [0.5, 2.0], [0.5, 2.0]]
+
+
+def test_exact_path_gaps_reach_exactly_the_first_point_beyond_the_window():
+    """S_1 in {-1, 1, 3, 10}: the window [0, 1] holds 1; the first point beyond it is 3 (gap 2), not 10;
+    a window ending exactly on a support point (w = 3) also takes the next one (10: gap 7)."""
+    v, p = [-1.0, 1.0, 3.0, 10.0], [0.25] * 4
+    _, gaps = pairwise_error_exact_path(v, p, [1], gap_window=[1.0, 3.0, 20.0])
+    assert gaps.tolist() == [[2.0, 7.0, 7.0]]
+    _, gaps = pairwise_error_exact_path(v, p, [1], gap_window=0.5)
+    assert gaps.dtype == np.float64 and gaps.tolist() == [1.0]  # none in [0, 0.5]: 0 to the first beyond, 1
+
+
+def test_exact_path_ties_count_within_their_scaled_tolerance():
+    """S_4 = 3 (1e3 - 1e-6) - 3e3 = -3e-6 is a tie at the scale max|Z| = 3e3 (tolerance 1e-9 * 4 * 3e3
+    = 1.2e-5, the rule pairwise_error_exact states), so P(S_4 >= 0) = 4 p^3 q + p^4."""
+    p = 0.4
+    v, probs = [-3e3, 1e3 - 1e-6], [1 - p, p]
+    want = math.log(4 * p ** 3 * (1 - p) + p ** 4)
+    assert pairwise_error_exact_path(v, probs, [4])[0] == pytest.approx(want, rel=1e-12)
+    assert pairwise_error_exact(v, probs, 4, log=True) == pytest.approx(want, rel=1e-12)
+    # beyond the tolerance (an offset of 1e-5 per atom: S_4 = -3e-5) the tie is gone
+    assert pairwise_error_exact_path([-3e3, 1e3 - 1e-5], probs, [4])[0] == pytest.approx(math.log(p ** 4), rel=1e-12)
+
+
+def test_exact_path_log_probability_never_exceeds_zero_and_warns_of_nothing():
+    import warnings
+
+    rng = np.random.default_rng(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(50):
+            probs = rng.dirichlet(np.ones(7))
+            logP = pairwise_error_exact_path(rng.uniform(0.0, 1.0, 7), probs, [1, 2, 5])  # all mass >= 0
+            assert np.all(logP <= 0.0) and np.allclose(logP, 0.0, atol=1e-14)
+        assert pairwise_error_exact_path([-1.0, -2.0], [0.5, 0.5], [1, 4]).tolist() == [-math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("window", [[], [[1.0]], -1.0, [1.0, math.inf], [math.nan]])
+def test_exact_path_refuses_a_window_that_is_not_positive_numbers(window):
+    with pytest.raises(TheoryError, match=r"^gap_window must be finite numbers > 0, got "):
+        pairwise_error_exact_path([-1.0, 1.0], [0.5, 0.5], [1], gap_window=window)
+
+
+def test_multinomial_limit_is_exactly_max_compositions(monkeypatch):
+    """k = 3 atoms, L = 5: C(L+k-1, k-1) = C(7, 2) = 21 count vectors: at the limit 21 the sum is
+    taken (and equals the convolution's), one below it is refused with the count in the message."""
+    import theory.largedev as ld
+
+    v, p = [-1.0, 0.5, 2.0], [0.5, 0.3, 0.2]
+    monkeypatch.setattr(ld, "MAX_COMPOSITIONS", 21)
+    assert pairwise_error_exact(v, p, 5, method="multinomial") == pytest.approx(
+        pairwise_error_exact(v, p, 5, method="convolution"), rel=1e-12)
+    monkeypatch.setattr(ld, "MAX_COMPOSITIONS", 20)
+    with pytest.raises(TheoryError, match=r"^the multinomial sum has C\(L\+k-1, k-1\) = C\(7, 2\) = 21 count vectors, "
+                                          r"above MAX_COMPOSITIONS = 20; use method='convolution' or a smaller L$"):
+        pairwise_error_exact(v, p, 5, method="multinomial")
+
+
+def test_map_error_exponent_uses_the_root_law_it_is_given_and_names_h():
+    """With the root law given, every competitor's LLR law (and so its rate) is the one llr_law gives
+    under that root law; it differs from the stationary default here."""
+    tree, h = [-1, 0, 1, 1], 3
+    root = np.array([0.9, 0.1])
+    res = map_error_exponent(PI2, tree, h, root=root)
+    for c in (0, 2):
+        assert res.rates[c] == chernoff_exponent(*llr_law(PI2, tree, h, c, root=root)).rate
+    assert res.rates[0] != pytest.approx(map_error_exponent(PI2, tree, h).rates[0], rel=1e-6)
+    with pytest.raises(TheoryError, match=r"^h 4 is out of range for a tree with 4 nodes \(0\.\.3\)$"):
+        map_error_exponent(PI2, tree, 4)
+    with pytest.raises(TheoryError, match=r"^position h = 0 is a root: it has no parent to identify$"):
+        map_error_exponent(PI2, tree, 0)
