@@ -325,3 +325,51 @@ def test_dirichlet_row_entropy_harmonic_numbers_and_beta_quadrature():
         h = lambda p: -special.xlogy(p, p) - special.xlogy(1 - p, 1 - p)
         expected, _ = integrate.quad(lambda p: h(p) * density(p), 0, 1, epsabs=1e-13, limit=200)
         assert dirichlet_row_entropy(alpha, 2) == pytest.approx(expected, rel=1e-9)
+
+
+# -- bayes_predictive_estimate, path by path ---------------------------------------------------------------
+def test_estimate_standard_error_is_the_posterior_rows_spread_per_state():
+    """With independent roots every weight is 1: the standard error of each coordinate is the sample
+    standard deviation of pi(q, s') over the n draws over sqrt(n); the draws are Dirichlet(alpha + n(q, .)),
+    whose marginal variance is a_s (a_0 - a_s) / (a_0^2 (a_0 + 1))."""
+    tree, prompt, S, alpha, n = [-1, 0, 1, 2, -1], [0, 1, 0, 0, 1], 3, 0.5, 40_000
+    est, se = bayes_predictive_estimate(prompt, tree, alpha, S, n_samples=n, seed=3, root_law="independent")
+    counts = edge_counts(prompt, tree, S)[0][1]  # the query's row: state 1
+    a = alpha + counts
+    var = a * (a.sum() - a) / (a.sum() ** 2 * (a.sum() + 1))
+    assert se.shape == (S,) and np.allclose(se, np.sqrt(var / n), rtol=0.03)
+    assert np.allclose(est, a / a.sum(), atol=5 * se.max())
+
+
+def test_estimate_is_reproducible_from_its_seed_or_generator():
+    args = ([0, 1, 1, 0], [-1, 0, 1, -1], 1.0, 2)
+    a = bayes_predictive_estimate(*args, n_samples=500, seed=5)
+    b = bayes_predictive_estimate(*args, n_samples=500, seed=5)
+    c = bayes_predictive_estimate(*args, n_samples=500, seed=np.random.default_rng(5))
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[0], c[0]) and np.array_equal(a[1], c[1])
+    assert bayes_predictive_estimate(*args, n_samples=2, seed=0)[0].shape == (2,)  # n_samples = 2 is allowed
+
+
+def test_estimate_with_many_roots_keeps_its_weights_finite():
+    """1,200 roots: log w ~ 1,200 log(1/2), far below float64's exponent range; the weights are taken
+    relative to the largest, so the estimate is still a probability vector."""
+    T = 1200
+    est, se = bayes_predictive_estimate([0, 1] * (T // 2), [-1] * T, 1.0, 2, n_samples=200, seed=1)
+    assert np.all(np.isfinite(est)) and est.sum() == pytest.approx(1.0) and np.all(np.isfinite(se))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: bayes_predictive_estimate([0, 1], [-1, 0], 1.0, 2, seed=0, root_law="uniform"),
+     "unknown root_law 'uniform'; expected one of stationary, independent"),
+    (lambda: bayes_predictive_estimate([0, 1], [-1, 0], 1.0, 2, n_samples=True, seed=0),
+     "n_samples = True must be an integer >= 2"),
+    (lambda: bayes_predictive_estimate([0, 1], [-1, 0], 1.0, 2, n_samples=2.0, seed=0),
+     "n_samples = 2.0 must be an integer >= 2"),
+    (lambda: bayes_predictive_estimate([0, 1], [-1, 0], 1.0, 2),
+     "seed is required (an int or numpy Generator): theory/ uses no global random state"),
+])
+def test_estimate_messages_word_for_word(call, message):
+    import re
+
+    with pytest.raises(TheoryError, match="^" + re.escape(message) + "$"):
+        call()

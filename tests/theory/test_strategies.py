@@ -310,3 +310,18 @@ def test_bad_drawn_size():
 def test_permutation_symmetrized_bad_inputs(pis, weights, match):
     with pytest.raises(TheoryError, match=match):
         permutation_symmetrized(pis, weights)
+
+
+def test_size_arguments_are_named_in_their_messages_and_d_six_is_the_symmetrised_limit():
+    import re
+
+    from theory.strategies import MAX_SYMMETRIZED_D
+
+    for make in (lambda: finite_priors("x", 2), lambda: symmetric_priors("x", 2)):
+        with pytest.raises(TheoryError, match="^" + re.escape("d must be an integer or a hypothesis strategy of "
+                                                              "integers, got 'x'") + "$"):
+            make()
+    assert MAX_SYMMETRIZED_D == 6
+    symmetric_priors(6, 1)  # 6! atoms: the largest d allowed
+    with pytest.raises(TheoryError, match=re.escape("symmetric_priors supports d <= 6 (d! atoms), got d = 7")):
+        symmetric_priors(7, 1)

@@ -15,7 +15,15 @@ import numpy as np
 
 from sim.verdict import Outcome, compare
 
-__all__ = ["placement", "separations", "absolute_placement", "judge_end"]
+__all__ = ["kl_per_sequence", "placement", "separations", "absolute_placement", "judge_end"]
+
+
+def kl_per_sequence(p: np.ndarray, logq: np.ndarray) -> np.ndarray:
+    """``mean_t KL(p[i, t] || q[i, t])`` per sequence ``i`` (nats, ``0 log 0 = 0``); ``p``
+    ``(n, T, C)`` probabilities, ``logq`` ``(n, T, C)`` log-probabilities. Shape ``(n,)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - logq), 0.0)
+    return terms.sum(axis=2).mean(axis=1)
 
 
 def placement(rec, which: str, phases: Sequence[str], index: int = -1,
@@ -40,8 +48,6 @@ def separations(sets: Mapping[str, tuple[Any, Mapping[str, np.ndarray], Any]]
     evaluation set ``{which: (inputs, {strategy: predictions}, targets)}``: how far apart the
     strategies themselves are, measured as the model is (``p_b`` in the model's place). A
     strategy's zero probabilities are floored at 1e-300 (a finite, very large distance)."""
-    from sim.papers.markov.task import kl_per_sequence
-
     out = {}
     for which, (_, preds, _) in sets.items():
         logs = {b: np.log(np.maximum(p, 1e-300)) for b, p in preds.items()}

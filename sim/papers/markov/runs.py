@@ -69,7 +69,7 @@ def curve(rec, which: str, label: str, labels: Mapping[str, str] | None = None) 
 
 
 def phase_series(rec, which: str, phases: Sequence[str], labels=None) -> list[str]:
-    """The nearest phase at every evaluation (:func:`placement`), in step order."""
+    """The nearest phase at every evaluation (:func:`sim.papers.markov.placement.placement`), in step order."""
     return [placement(rec, which, phases, i, labels)["phase"] for i in range(len(rec["steps"]))]
 
 

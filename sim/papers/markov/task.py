@@ -50,7 +50,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from sim.papers.markov.placement import absolute_placement, judge_end, kl_per_sequence, separations
 from sim.seeds import derive_seed, stream
+from sim.verdict import Outcome
 from theory.markov import stationary_batch
 
 __all__ = [
@@ -332,14 +334,6 @@ def audit_strategies(table: Mapping[str, Callable[..., np.ndarray]], *, C: int =
         if not dev <= atol:
             bad[name] = dev
     return bad
-
-
-def kl_per_sequence(p: np.ndarray, logq: np.ndarray) -> np.ndarray:
-    """``mean_t KL(p[i, t] || q[i, t])`` per sequence ``i`` (nats, ``0 log 0 = 0``); ``p``
-    ``(n, T, C)`` probabilities, ``logq`` ``(n, T, C)`` log-probabilities. Shape ``(n,)``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - logq), 0.0)
-    return terms.sum(axis=2).mean(axis=1)
 
 
 # --------------------------------------------------------------------------- one run ---
@@ -643,9 +637,6 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         first_set = "id" if spec.K != "inf" else "ood"
         stop_set = spec.stop_set or first_set
         if spec.stop_when_placed:
-            from sim.papers.markov.placement import absolute_placement, judge_end, separations
-            from sim.verdict import Outcome
-
             seps = separations({stop_set: evaluator.sets[stop_set]})
 
             def placed() -> bool:
