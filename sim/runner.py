@@ -189,12 +189,23 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
     off), up to their own cap ``<key>_cap`` where the settings give one: a part whose criterion is
     decided with a wide margin on a few seeds need not grow with the one that needs many. Seeds
     already trained are reused (``ctx.memo``)."""
-    from sim.sequential import SeedSchedule, decide_sequentially
+    from sim.sequential import Look, SeedSchedule, SequentialRun, decide_sequentially
 
     s = ctx.settings
     key = s.get("seeds_key", "seeds")
-    if f"{key}_start" not in s or tier != s.get("seeds_tier", "trained"):
+    if tier != s.get("seeds_tier", "trained"):
         return _checked(claim.checks[tier](ctx), claim, tier)
+    if f"{key}_start" not in s:
+        res = _checked(claim.checks[tier](ctx), claim, tier)
+        n = _fixed_seed_count(s.get(key))
+        if n and res.sequential is None and res.verdict is not Verdict.ERROR:
+            # a fixed number of seeds is one planned look: the report says so like a sequential decision
+            run = SequentialRun(SeedSchedule(n, 1, n), ctx.z,
+                                [Look(n, _LOOK_OUTCOME.get(res.verdict, Outcome.HELD),
+                                      f"{res.verdict.value}: {res.summary[:300]}")])
+            res.sequential = run.record()
+            res.numbers.append(run.number())
+        return res
     schedule = SeedSchedule.from_settings(s, key)
     also = tuple(s.get("seeds_also", ()))
 
@@ -215,6 +226,13 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
         res.budget = (res.budget + "; " if res.budget else "") + (
             f"more seeds than the cap of {schedule.cap} (setting {key!r}), or a profile with a larger cap")
     return res
+
+
+def _fixed_seed_count(seeds) -> int:
+    """How many training seeds a fixed ``seeds`` setting names (a count or a sequence of seeds); 0 if none."""
+    if isinstance(seeds, (list, tuple)):
+        return len(seeds)
+    return seeds if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds > 0 else 0
 
 
 def _draw_counterexamples(ctx: Context, res) -> None:

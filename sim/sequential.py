@@ -22,7 +22,8 @@ from typing import Any, Callable, Mapping
 
 from sim.verdict import Number, Outcome
 
-__all__ = ["SeedSchedule", "Look", "SequentialRun", "decide_sequentially", "bonferroni_z", "CORRECTION"]
+__all__ = ["SeedSchedule", "Look", "SequentialRun", "decide_sequentially", "bonferroni_z", "doubling_grid",
+           "CORRECTION"]
 
 #: How the error rate is controlled across looks, as the report says it.
 CORRECTION = "Bonferroni over the planned looks"
@@ -33,6 +34,21 @@ def bonferroni_z(z: float, looks: int) -> float:
     from scipy import stats
 
     return float(z) if looks <= 1 else float(stats.norm.isf(stats.norm.sf(z) / looks))
+
+
+def doubling_grid(Ls, cap: int, setting: str = "the cap") -> list[int]:
+    """The grid a limit-in-L reading may look at: ``Ls`` (sorted), then the largest doubled while it
+    stays at most ``cap`` (and ``cap`` itself last when the doubling skips it). Each L past ``Ls``
+    is one more look, so a decision over this grid takes :func:`bonferroni_z` over
+    ``len(grid) - len(Ls) + 1`` looks. ``setting`` names the cap in the error for a cap below ``Ls``."""
+    grid = sorted(int(L) for L in Ls)
+    if cap < grid[-1]:
+        raise ValueError(f"{setting} = {cap} is below the largest L of the grid ({grid[-1]})")
+    while 2 * grid[-1] <= cap:
+        grid.append(2 * grid[-1])
+    if grid[-1] < cap:
+        grid.append(int(cap))
+    return grid
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,8 @@ def _toy_claim(trained_counter: dict, effect: float) -> Claim:
     beyond its Student-t margin. Each seed's value is 'trained' once (ctx.memo), whatever the look."""
 
     def check(ctx):
-        n = int(ctx.settings["seeds"])
+        seeds = ctx.settings["seeds"]
+        n = len(seeds) if isinstance(seeds, tuple) else int(seeds)
 
         def train(k):
             trained_counter[k] = trained_counter.get(k, 0) + 1
@@ -132,12 +133,27 @@ def test_runner_decides_a_trained_tier_sequentially_reusing_seeds(tmp_path, effe
         assert used < 32 and "decided" in seq["stop"]
 
 
-def test_a_tier_without_a_schedule_runs_once(tmp_path):
+@pytest.mark.parametrize("seeds", [6, tuple(range(6))])
+def test_a_tier_without_a_schedule_runs_once_and_reports_its_seeds_as_one_look(tmp_path, seeds):
+    """A fixed number of seeds (a count, or the seeds themselves as G.1 and E.1 name them) is one planned
+    look: the report says how many seeds decided, as it does for a sequential decision."""
     counter = {}
-    claim = _toy_claim(counter, 2.0)
-    claim.settings["quick"] = {"tiers": ("trained",), "seeds": 6}
+    claim = _toy_claim(counter, 5.0)
+    claim.settings["quick"] = {"tiers": ("trained",), "seeds": seeds}
     t = evaluate_claim(claim, RunConfig(profile="quick", seed=3), tmp_path).tiers[0]
-    assert t.sequential is None and len(counter) == 6
+    assert len(counter) == 6 and set(counter.values()) == {1}
+    assert t.sequential["seeds used"] == 6 and t.sequential["planned looks"] == [6]
+    assert t.sequential["stop"] == "stopped at look 1 of 1 with 6 seeds: decided (held)"
+    assert t.sequential["z per look"] == 3.0
+    assert any(n.name == "training seeds the decision used" and n.value == 6 for n in t.numbers)
+
+
+def test_a_tier_that_names_no_seeds_gets_no_seed_record(tmp_path):
+    claim = _toy_claim({}, 2.0)
+    claim.checks["exact"] = claim.checks.pop("trained")
+    claim.settings["quick"] = {"tiers": ("exact",), "seeds": 6}
+    t = evaluate_claim(claim, RunConfig(profile="quick", seed=3), tmp_path).tiers[0]
+    assert t.sequential is None
 
 
 def test_the_report_says_how_many_seeds_and_why_it_stopped(tmp_path):

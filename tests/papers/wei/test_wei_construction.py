@@ -173,17 +173,17 @@ def test_decide_tv_limit_needs_the_error_to_head_for_zero():
     assert decide_tv_limit(tvs(lambda L: 0.1 / (1 + L / 96), Ls + (96, 192, 384)), 0, 3.0)["outcome"] is Outcome.HELD
 
 
-def test_tv_limit_grid_doubles_up_to_the_cap_and_the_halving_z_is_bonferroni():
+def test_the_l_grid_doubles_up_to_the_cap_and_the_halving_z_is_bonferroni():
     from scipy import stats
 
-    from sim.papers.wei.claims.construction import tv_limit_grid
     from sim.sequential import bonferroni_z as halving_z
+    from sim.sequential import doubling_grid
 
-    assert tv_limit_grid((16, 1, 4, 48), 48) == [1, 4, 16, 48]
-    assert tv_limit_grid((1, 4, 16, 48), 192) == [1, 4, 16, 48, 96, 192]
-    assert tv_limit_grid((1, 4, 16, 48), 150) == [1, 4, 16, 48, 96, 150]
-    with pytest.raises(ValueError, match="mc_L_cap = 40"):
-        tv_limit_grid((1, 48), 40)
+    assert doubling_grid((16, 1, 4, 48), 48) == [1, 4, 16, 48]
+    assert doubling_grid((1, 4, 16, 48), 192) == [1, 4, 16, 48, 96, 192]
+    assert doubling_grid((1, 4, 16, 48), 150) == [1, 4, 16, 48, 96, 150]
+    with pytest.raises(ValueError, match="W.T1 setting mc_L_cap = 40 is below the largest L of the grid \\(48\\)"):
+        doubling_grid((1, 48), 40, "W.T1 setting mc_L_cap")
     assert halving_z(3.0, 1) == 3.0
     assert stats.norm.sf(halving_z(3.0, 3)) == pytest.approx(stats.norm.sf(3.0) / 3)
 

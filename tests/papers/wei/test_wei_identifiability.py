@@ -248,9 +248,31 @@ def test_reducible_draws_take_the_uniform_root_and_do_not_crash(run):
 
 def test_mass_below_one_at_the_largest_l_is_inconclusive_not_a_fail(run):
     """Theorem 2 is a limit: an E[post(pa)] below 1 - eps at the largest L asks for a larger L."""
-    res = run(W_T2, tiers=("montecarlo",), plain_L=(2, 4), mass_eps=1e-6)
+    res = run(W_T2, tiers=("montecarlo",), plain_L=(2, 4), plain_L_cap=48, mass_eps=1e-6)
     t = res.tiers[0]
-    assert t.verdict is Verdict.INCONCLUSIVE and "plain_L up to" in t.budget
+    assert t.verdict is Verdict.INCONCLUSIVE and "plain_L_cap about" in t.budget
+    plain = next(r for r in t.readings if r["name"].startswith("posterior mass"))
+    assert "extended to L=48" in plain["detail"] and "L=32: mass" in plain["detail"], plain["detail"]
+
+
+#: Rows 0.1 apart in total variation: the parent separates slowly, so E[post(pa)] is still well below
+#: 1 - 0.05 at L = 256 on the tree the test seed draws, and reaches it further along L.
+SLOW = np.array([[0.4, 0.3, 0.3], [0.3, 0.4, 0.3], [0.3, 0.3, 0.4]])
+
+
+def test_the_plain_grid_looks_further_along_l_until_the_mass_is_at_one_minus_eps(run):
+    """A limit in L: the largest L doubles (up to plain_L_cap) while the mass is not yet at 1 - eps, that
+    reading at a Bonferroni z over the looks. Without room to extend, the same draw is INCONCLUSIVE."""
+    short = run(W_T2, prior=Point(SLOW), tiers=("montecarlo",), plain_L_cap=256).tiers[0]
+    plain = next(r for r in short.readings if r["name"].startswith("posterior mass"))
+    assert plain["verdict"] == "INCONCLUSIVE" and "plain_L_cap about" in short.budget, plain
+    long = run(W_T2, prior=Point(SLOW), tiers=("montecarlo",), plain_L_cap=8192).tiers[0]
+    plain = next(r for r in long.readings if r["name"].startswith("posterior mass"))
+    assert plain["verdict"] == "PASS", plain
+    assert "L grid [4, 16, 64, 256] extended to L=" in plain["detail"] and "Bonferroni over 6 looks" in plain["detail"]
+    masses = {n.name: n for n in long.numbers if n.name.startswith("plain MC: E[post(pa)] at L=")}
+    top = masses[max(masses, key=lambda k: int(k.rsplit("=", 1)[1]))]
+    assert top.value - 3.6 * top.stderr > 1 - 0.05  # past 1 - eps at the Bonferroni z (3.59 for 6 looks)
 
 
 # ------------------------------------------------------------------- negative controls (issue 20) --

@@ -23,13 +23,13 @@ from theory import bma_posterior, bma_predictive
 
 from sim.montecarlo import mean_estimate
 from sim.sampling import random_recursive_parents, sample_w_prompts
-from sim.sequential import bonferroni_z
+from sim.sequential import bonferroni_z, doubling_grid
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
 from sim.claims.base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from sim.claims.inputs import draw_matrices, record_matrix
 
-__all__ = ["attention_error_bound", "decide_tv_limit", "tv_limit_grid", "attention_mixture", "W_T1",
+__all__ = ["attention_error_bound", "decide_tv_limit", "attention_mixture", "W_T1",
            "CLAIMS"]
 
 _ASSUMPTIONS = ("min pi > 0 (log pi finite)",)
@@ -284,19 +284,6 @@ def _combine(outs):
             Outcome.UNDECIDED if Outcome.UNDECIDED in outs else Outcome.HELD)
 
 
-def tv_limit_grid(Ls, cap: int) -> list[int]:
-    """The L grid the Monte Carlo tier may look at: ``Ls`` (sorted), then ``L_max`` doubled while
-    it stays at most ``cap`` (and ``cap`` itself last when the doubling skips it)."""
-    grid = sorted(int(L) for L in Ls)
-    if cap < grid[-1]:
-        raise ValueError(f"W.T1 setting mc_L_cap = {cap} is below the largest L of mc_L ({grid[-1]})")
-    while 2 * grid[-1] <= cap:
-        grid.append(2 * grid[-1])
-    if grid[-1] < cap:
-        grid.append(int(cap))
-    return grid
-
-
 def decide_tv_limit(tv: dict, seed: int, z: float, z_halving: float | None = None) -> dict:
     """The Monte Carlo tier's deciding check: does the mean TV(prediction, pi(.|x_pa(h))) go to 0 along L?
 
@@ -412,7 +399,7 @@ def _w_t1_montecarlo(ctx: Context) -> TierResult:
                           assumptions=[assumption], counterexample=_zero_record(bad),
                           conclusion_without_assumptions="not evaluated: the construction does not exist there")
     n_start = len(Ls)
-    planned = tv_limit_grid(Ls, int(s.get("mc_L_cap", Ls[-1])))
+    planned = doubling_grid(Ls, int(s.get("mc_L_cap", Ls[-1])), "W.T1 setting mc_L_cap")
     zh = bonferroni_z(ctx.z, len(planned) - n_start + 1)  # one look per L the grid may add, and the first
     Lcap = planned[-1]
     names = ("mixture", "logits") + tuple(c[0] for c in _CONTROLS)
