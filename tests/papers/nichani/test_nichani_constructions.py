@@ -255,3 +255,14 @@ def test_k7_tolerance_is_tied_to_roundoff_a_map_off_by_1e_9_relative_fails(tmp_p
     t = res.tiers[0]
     assert t.verdict is Verdict.FAIL
     assert 1e-10 < t.counterexample["max |difference| over all prompts"] < 1e-8
+
+
+def test_k8_limit_is_reached_only_when_the_proven_bound_is_below_limit_tol(tmp_path):
+    """LIMIT_TOL (1e-9) is where "the beta -> inf limit is reached" starts: at beta = 480 the proven
+    bound on T = 5 prompts is ~4e-8, above it, so the exact tier cannot call the limit reached (a
+    threshold 1000x wider would); at beta = 4096 it is below round-off, and the tier passes."""
+    assert LIMIT_TOL < limit_bound(480, 480, 5) + limit_roundoff(480, 5) < 1e-6
+    short = _run(get("N.K8"), tmp_path, betas=(1, 4, 16, 64, 256, 480), **{**K8_SMALL, "tiers": ("exact",)})
+    assert _tier(short, "exact").verdict is Verdict.INCONCLUSIVE
+    full = _run(get("N.K8"), tmp_path, **{**K8_SMALL, "tiers": ("exact",)})
+    assert _tier(full, "exact").verdict is Verdict.PASS

@@ -9,9 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from sim.papers.wei.claims.identifiability import (WINDOWS_T, W_T2, _band, _band_bounds, _decay_check, _fit_bias_bound,
-                                            _is_estimate, _lattice, _log_prefactor, _rate_check, _second_order,
-                                            _select_decay_pair, _support_gap_bound, _wls_rate)
+from sim.papers.wei.claims.identifiability import (WINDOWS_T, W_T2, _at_least_zero, _band, _band_bounds,
+                                                   _decay_check, _fit_bias_bound, _is_estimate, _lattice,
+                                                   _log_prefactor, _pairwise_hits, _rate_check, _second_order,
+                                                   _select_decay_pair, _support_gap_bound, _wls_rate)
 from sim.priors import Point
 from sim.verdict import FindingKind, Outcome, Verdict
 from theory import CausalTree, bahadur_rao_prefactor, chernoff_exponent, llr_law, pairwise_error_exact
@@ -307,3 +308,18 @@ def test_decide_rate_tells_bma_from_a_predictor_that_uses_a_fraction_of_the_exam
     corr = {L: math.exp(_log_prefactor(v, p, L, lattice)) / bahadur_rao_prefactor(v, p, L) for L in Lis}
     dec = decide_rate(Lis, ests, corr, ch.rate, (v, p, lattice), 3.0, 0.1 * ch.rate)
     assert dec["outcome"] is outcome, dec["line"]
+
+
+@pytest.mark.parametrize("delta, tie", [(1e-13, True), (1e-8, False)])
+def test_tie_tolerance_is_tied_to_roundoff_a_sum_off_by_1e_8_per_example_is_no_tie(delta, tie):
+    """TIE_RTOL (1e-9) scales with the sum's own round-off (``L * max|Z| * 1e-16``): a competitor that
+    scores ``log(1 - delta)`` below the parent on each of L examples ties with it at delta = 1e-13
+    and loses to it at delta = 1e-8 (``L * 1e-8``, 7 times the tolerance ``1e-9 L log 4``)."""
+    pi = np.array([[0.5, 0.25, 0.25], [0.5 * (1 - delta), 0.25, 0.25 + 0.5 * delta], [1 / 3, 1 / 3, 1 / 3]])
+    L = 64
+    context = np.zeros((2, L, 3), dtype=np.int64)
+    context[..., 1] = 1  # the competitor x_1 = 1, the parent x_0 = 0, the child x_2 = 0
+    S = L * math.log1p(-delta)
+    assert (_pairwise_hits(context, pi, 2, 1, 0) == tie).all()
+    assert (_at_least_zero(np.array([S]), L, math.log(4)) == tie).all()
+    assert _at_least_zero(np.array([-2.8e-17]), 1, 1.0).all()  # 0.3 - 0.1 - 0.2 in float64: an exact tie

@@ -122,6 +122,12 @@ def _lattice(values) -> tuple[float, float] | None:
     return span, float(v[0] % span)
 
 
+def _at_least_zero(S, L: int, scale: float):
+    """``S_L >= 0`` up to the tie tolerance: ``S >= -TIE_RTOL * L * scale``, with ``scale`` the largest
+    finite ``|Z|`` (a sum of ``L`` terms of that size is exact to about ``L * scale * 1e-16``)."""
+    return S >= -TIE_RTOL * L * scale
+
+
 def _first_support_point(v, L, lattice) -> float:
     """``x_0``: the smallest support point ``>= 0`` of ``S_L`` on the lattice ``L b + h Z`` (span
     ``h``, offset ``b``; sums within the tie tolerance of 0 count as 0)."""
@@ -556,7 +562,7 @@ def _is_estimate(v, p, L, t, n, rng, seed) -> Estimate:
     counts = rng.multinomial(L, q, size=n)  # (n, k)
     fin = np.isfinite(v)  # a -inf atom has q = 0 under any tilt t > 0: it is never drawn
     S = counts[:, fin] @ v[fin]  # (n,)
-    hit = S >= -TIE_RTOL * L * float(np.abs(v[fin]).max())
+    hit = _at_least_zero(S, L, float(np.abs(v[fin]).max()))
     y = np.where(hit, np.exp(-t * S + L * logM), 0.0)
     return mean_estimate(y, seed)
 
@@ -677,7 +683,7 @@ def _pairwise_hits(context, pi, h, c, pa):
     z = np.where(np.isnan(z), 0.0, z)
     S = z.sum(-1)
     scale = float(np.abs(logpi[np.isfinite(logpi)]).max()) if np.isfinite(logpi).any() else 1.0
-    return S >= -TIE_RTOL * context.shape[-2] * scale
+    return _at_least_zero(S, context.shape[-2], scale)
 
 
 def _more_examples(rng, pi, tree, root, n: int, dL: int, block: int = 1 << 21) -> np.ndarray:
