@@ -53,9 +53,8 @@ _MERGE_RTOL = 1e-12
 
 # ----------------------------------------------------------------------------- the law of Z
 def _merge_sorted(values: np.ndarray, logp: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-    """Merge consecutive sorted values closer than ``tol``; log-probabilities add (log-sum-exp)."""
-    if values.size == 0:
-        return values, logp
+    """Merge consecutive sorted values at most ``tol`` apart; log-probabilities add (log-sum-exp).
+    Runs of ``-inf`` (sorted first) merge into one atom."""
     finite = np.isfinite(values)
     with np.errstate(invalid="ignore"):  # -inf - -inf
         gaps = np.diff(values)
@@ -64,8 +63,7 @@ def _merge_sorted(values: np.ndarray, logp: np.ndarray, tol: float) -> tuple[np.
     starts = np.flatnonzero(new_group)
     m = np.maximum.reduceat(logp, starts)
     m_rep = np.repeat(m, np.diff(np.append(starts, values.size)))
-    with np.errstate(invalid="ignore"):
-        s = np.add.reduceat(np.exp(logp - m_rep), starts)
+    s = np.add.reduceat(np.exp(logp - m_rep), starts)  # every log-probability is finite: no -inf - -inf
     return values[starts], m + np.log(s)
 
 
@@ -334,9 +332,8 @@ def _convolution_steps(vf: np.ndarray, lpf: np.ndarray, L: int, scale: float):
 
 def _log_error_convolution(vf: np.ndarray, lpf: np.ndarray, L: int, threshold: float, scale: float) -> float:
     """Law of ``S_L`` by ``L`` convolutions with the atom law, merging equal sums (within round-off)."""
-    vals, logp = np.zeros(1), np.zeros(1)
     for _, vals, logp in _convolution_steps(vf, lpf, L, scale):
-        pass
+        pass  # the law of S_L is the last step's (L >= 1 here)
     hit = vals >= threshold
     return float(logsumexp(logp[hit])) if hit.any() else -math.inf
 
@@ -432,7 +429,7 @@ def pairwise_error_exact_path(values, probs, Ls, *, gap_window: float | None = N
     Ls = [_validate_L(L) for L in Ls]
     windows = None
     if gap_window is not None:
-        windows = np.atleast_1d(np.asarray(gap_window, dtype=float))
+        windows = np.atleast_1d(as_real_array(gap_window, "gap_window"))
         if windows.ndim != 1 or windows.size == 0 or not np.all(np.isfinite(windows) & (windows > 0)):
             raise TheoryError(f"gap_window must be finite numbers > 0, got {gap_window!r}")
     out = np.zeros(len(Ls))

@@ -620,3 +620,127 @@ def test_map_error_exponent_uses_the_root_law_it_is_given_and_names_h():
         map_error_exponent(PI2, tree, 4)
     with pytest.raises(TheoryError, match=r"^position h = 0 is a root: it has no parent to identify$"):
         map_error_exponent(PI2, tree, 0)
+
+
+def test_bahadur_rao_names_why_the_chernoff_point_is_not_interior():
+    import re
+
+    head = "Bahadur-Rao needs an interior Chernoff point 0 < t* < inf; here "
+    for law, why in ((([-1.0, 2.0], [0.5, 0.5]), "E[Z] >= 0 on the finite atoms (t* = 0): P(S_L >= 0) does not "
+                                                 "decay like exp(-L I)/sqrt(L)"),
+                     (([-1.0, 0.0], [0.5, 0.5]), "max Z <= 0 (t* = inf): P(S_L >= 0) is P(Z = 0)^L or 0 exactly")):
+        for f in (bahadur_rao_prefactor, bahadur_rao_log_error):
+            with pytest.raises(TheoryError, match="^" + re.escape(head + why) + "$"):
+                f(*law, 10)
+
+
+@pytest.mark.parametrize("method", ["multinomial", "convolution", "path"])
+def test_a_sum_exactly_at_the_tie_threshold_counts_as_a_tie(method):
+    """The tie rule is ``S >= -1e-9 L max|Z|``, boundary included: Z in {1, -1e-9} (max |Z| = 1, L = 1)
+    puts S_1 = -1e-9 exactly on the threshold, so P(S_1 >= 0) = 1; at -1.5e-9 it is P(Z = 1)."""
+    def logP(v):
+        if method == "path":
+            return pairwise_error_exact_path(v, [0.25, 0.75], [1])[0]
+        return pairwise_error_exact(v, [0.25, 0.75], 1, method=method, log=True)
+
+    assert logP([1.0, -1e-9]) == 0.0
+    assert logP([1.0, -1.5e-9]) == pytest.approx(math.log(0.25), rel=1e-15)
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1.0, 1e6])
+def test_convolution_merges_round_off_duplicates_at_every_scale(scale):
+    """The law of S_3 for Z in scale * {0.1, 0.2, 0.3, 0.7} has one atom per distinct integer sum of
+    three of {1, 2, 3, 7} (in tenths): sums equal up to round-off are merged (within 1e-11 * max|Z|)
+    and sums 0.1 * scale apart are not, at every scale."""
+    from theory.largedev import _convolution_steps
+
+    tenths = [1, 2, 3, 7]
+    want = {a + b + c for a in tenths for b in tenths for c in tenths}
+    v = scale * np.array([0.1, 0.2, 0.3, 0.7])
+    *_, (n, vals, logp) = _convolution_steps(v, np.log(np.full(4, 0.25)), 3, float(np.abs(v).max()))
+    assert n == 3 and vals.size == len(want)
+    assert np.allclose(vals / scale * 10, sorted(want), rtol=0, atol=1e-9)
+    assert math.isclose(float(np.exp(logp).sum()), 1.0, rel_tol=1e-12)
+
+
+def test_convolution_atom_limit_is_exactly_max_atoms(monkeypatch):
+    """Z in {0, 1} takes n + 1 values at step n: at MAX_ATOMS = 4, S_3 (4 values) is allowed and S_4 is
+    refused with the count and L in the message."""
+    import re
+
+    import theory.largedev as ld
+
+    monkeypatch.setattr(ld, "MAX_ATOMS", 4)
+    assert pairwise_error_exact([0.0, 1.0], [0.5, 0.5], 3, method="convolution") == 1.0
+    with pytest.raises(TheoryError, match="^" + re.escape("the law of S_n has 5 distinct values, above MAX_ATOMS = 4; "
+                                                          "the values of Z are too unstructured for L = 4: use a "
+                                                          "smaller L") + "$"):
+        pairwise_error_exact([0.0, 1.0], [0.5, 0.5], 4, method="convolution")
+
+
+def test_exact_path_reads_a_window_given_as_text_or_integers():
+    _, gaps = pairwise_error_exact_path([-1.0, 1.0], [0.5, 0.5], [2], gap_window=3)
+    assert gaps.dtype == np.float64 and gaps.tolist() == [2.0]
+    with pytest.raises(TheoryError, match=r"^gap_window could not be read as an array of numbers: "):
+        pairwise_error_exact_path([-1.0, 1.0], [0.5, 0.5], [1], gap_window="wide")
+
+
+def test_merge_sorted_merges_values_at_most_tol_apart_and_minus_infinities():
+    from theory.largedev import _merge_sorted
+
+    lp = np.log([0.1, 0.1, 0.2, 0.25, 0.35])
+    vals, logp = _merge_sorted(np.array([-np.inf, -np.inf, 0.0, 1e-12, 3e-12]), lp, 1e-12)
+    assert vals.tolist() == [-np.inf, 0.0, 3e-12]  # 1e-12 - 0 = tol exactly: merged; 2e-12 apart: not
+    assert np.allclose(np.exp(logp), [0.2, 0.45, 0.35], rtol=1e-14, atol=0)
+    empty, empty_lp = _merge_sorted(np.zeros(0), np.zeros(0), 1e-12)
+    assert empty.size == 0 and empty_lp.size == 0
+
+
+def test_validate_law_messages_zero_atoms_and_normalisation():
+    import re
+
+    from theory.markov import ROW_SUM_ATOL
+
+    shape = "values and probs must be non-empty 1-d arrays of one length, got shapes "
+    for v, p, shapes in (([[1.0, -1.0]], [[0.5, 0.5]], "(1, 2) and (1, 2)"), ([], [], "(0,) and (0,)"),
+                         ([1.0, -1.0], [[0.5, 0.5]], "(2,) and (1, 2)")):
+        with pytest.raises(TheoryError, match="^" + re.escape(shape + shapes) + "$"):
+            chernoff_exponent(v, p)
+    with pytest.raises(TheoryError, match="^" + re.escape("probs sums to 0.9 (off by -0.1); a law must sum to 1") + "$"):
+        chernoff_exponent([1.0, -1.0], [0.5, 0.4])
+    # an atom of probability 0 is dropped: Z = 2 never happens, so S_L >= 0 is impossible
+    assert chernoff_exponent([-1.0, 2.0], [1.0, 0.0]).rate == math.inf
+    assert pairwise_error_exact([-1.0, 2.0], [1.0, 0.0], 3) == 0.0
+    # probabilities within ROW_SUM_ATOL of summing to 1 are normalised, not used as given
+    eps = ROW_SUM_ATOL / 4
+    assert pairwise_error_exact([1.0, -1.0], [0.5 + eps, 0.5 + eps], 1) == pytest.approx(0.5, rel=1e-15)
+
+
+def test_auto_method_takes_the_multinomial_sum_up_to_max_compositions_only(monkeypatch):
+    """k = 3 atoms, L = 3: C(5, 2) = 10 count vectors and 10 distinct sums. With MAX_ATOMS = 5 the
+    convolution refuses, so "auto" must take the multinomial sum while 10 <= MAX_COMPOSITIONS; at
+    MAX_COMPOSITIONS = 9 it must take the convolution (and the multinomial sum refuses)."""
+    import theory.largedev as ld
+
+    v, p = [-1.0, 0.3, 0.7], [0.5, 0.3, 0.2]
+    want = pairwise_error_exact(v, p, 3, method="multinomial")
+    monkeypatch.setattr(ld, "MAX_ATOMS", 5)
+    with pytest.raises(TheoryError, match="distinct values, above MAX_ATOMS = 5"):
+        pairwise_error_exact(v, p, 3, method="convolution")
+    monkeypatch.setattr(ld, "MAX_COMPOSITIONS", 10)
+    assert pairwise_error_exact(v, p, 3) == want
+    monkeypatch.setattr(ld, "MAX_ATOMS", 10)
+    monkeypatch.setattr(ld, "MAX_COMPOSITIONS", 9)
+    with pytest.raises(TheoryError, match="above MAX_COMPOSITIONS = 9"):
+        pairwise_error_exact(v, p, 3, method="multinomial")
+    assert pairwise_error_exact(v, p, 3) == pytest.approx(want, rel=1e-13)
+
+
+def test_exact_probability_is_clipped_to_one_against_round_off():
+    """A law with all its mass at Z >= 0 has P(S_L >= 0) = 1; summed by convolution, this one comes
+    out as log P = +2.2e-16, which is clipped to 0."""
+    rng = np.random.default_rng(3)
+    rng.dirichlet(np.ones(7)), rng.uniform(0, 1, 7)
+    p, v = rng.dirichlet(np.ones(7)), rng.uniform(0, 1, 7)
+    assert pairwise_error_exact(v, p, 2, method="convolution", log=True) == 0.0
+    assert pairwise_error_exact(v, p, 2, method="convolution") == 1.0

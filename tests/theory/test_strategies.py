@@ -325,3 +325,59 @@ def test_size_arguments_are_named_in_their_messages_and_d_six_is_the_symmetrised
     symmetric_priors(6, 1)  # 6! atoms: the largest d allowed
     with pytest.raises(TheoryError, match=re.escape("symmetric_priors supports d <= 6 (d! atoms), got d = 7")):
         symmetric_priors(7, 1)
+
+
+def test_symmetric_priors_names_k_in_its_messages():
+    import re
+
+    with pytest.raises(TheoryError, match="^" + re.escape("k = 0 must be >= 1") + "$"):
+        symmetric_priors(2, 0)
+    with pytest.raises(TheoryError, match="^" + re.escape("k must be an integer or a hypothesis strategy of "
+                                                          "integers, got 1.5") + "$"):
+        symmetric_priors(2, 1.5)
+
+
+def test_contexts_name_each_size_in_their_messages():
+    import re
+
+    for args, name in (((0, 2, 2), "L"), ((2, 0, 2), "H"), ((2, 2, 0), "d")):
+        with pytest.raises(TheoryError, match="^" + re.escape(f"{name} = 0 must be >= 1") + "$"):
+            contexts(*args)
+
+
+def test_floor_messages_name_the_floor_and_the_sum():
+    import re
+
+    with pytest.raises(TheoryError, match="^" + re.escape("min_entry = 1.5 exceeds 1, so no probability vector "
+                                                          "meets it") + "$"):
+        prob_vectors(st.integers(1, 3), min_entry=1.5)
+    with pytest.raises(TheoryError, match="^" + re.escape("min_entry = 0.3 exceeds 1/d = 0.25 for d = 4: d entries "
+                                                          "of at least min_entry would sum to 1.2 > 1") + "$"):
+        stochastic_matrices(4, min_entry=0.3)
+    with pytest.raises(TheoryError, match="^" + re.escape("d = 0 must be >= 1") + "$"):
+        stochastic_matrices(0)
+
+
+def test_floored_vector_normalises_small_weights_and_puts_round_off_on_the_largest_entry():
+    from theory.strategies import _floored_vector
+
+    assert _floored_vector(np.array([0.2, 0.0, 0.2]), 0.0).tolist() == [0.5, 0.0, 0.5]  # sum 0.4 < 1: w / sum(w)
+    assert _floored_vector(np.zeros(4), 0.1).tolist() == [0.25] * 4
+    # these weights normalise to a vector summing to 1 - 1.1e-16; the correction makes it exactly 1
+    w = np.array([0.9127555772777217, 0.6066357757671799, 0.7294965609839984, 0.5436249914654229, 0.9350724237877682])
+    assert (w / w.sum()).sum() != 1.0 and _floored_vector(w, 0.0).sum() == 1.0
+
+
+def test_validate_prior_names_pis_and_refuses_no_atoms():
+    import re
+
+    with pytest.raises(TheoryError, match="^pis could not be read as an array of numbers: "):
+        permutation_symmetrized([["a"]], [1.0])
+    with pytest.raises(TheoryError, match="^" + re.escape("pis must have shape (k, d, d) with k >= 1, got (0, 2, 2)")
+                       + "$"):
+        permutation_symmetrized(np.zeros((0, 2, 2)), [])
+
+
+def test_permutation_symmetrized_takes_d_six():
+    sym, w = permutation_symmetrized(np.eye(6)[None], [1.0])
+    assert sym.shape == (720, 6, 6) and np.allclose(sym, np.eye(6)) and w.sum() == pytest.approx(1.0, rel=1e-14)
