@@ -229,9 +229,10 @@ def validate(g, *, max_parents: int | None = None) -> None:
         raise TheoryError(f"node {bad[0]!r} is not an integer position; nodes must be 0..n-1")
     missing = sorted(set(range(len(nodes))) - set(int(v) for v in nodes))
     if missing:
+        # n distinct integers with one of 0..n-1 missing: at least one lies outside
         extra = sorted(int(v) for v in nodes if not 0 <= int(v) < len(nodes))
         raise TheoryError(f"nodes must be the positions 0..{len(nodes) - 1}: position {missing[0]} is missing"
-                          + (f" and node {extra[0]} is out of range" if extra else ""))
+                          f" and node {extra[0]} is out of range")
     if not nx.is_directed_acyclic_graph(g):
         cycle = [u for u, _ in nx.find_cycle(g)]
         k = cycle.index(min(cycle))  # start at the smallest node: the same message whatever the file's order

@@ -373,3 +373,66 @@ def test_estimate_messages_word_for_word(call, message):
 
     with pytest.raises(TheoryError, match="^" + re.escape(message) + "$"):
         call()
+
+
+def test_argument_messages_name_alpha_s_and_the_prompt():
+    import re
+
+    tree = CausalTree([-1, 0, -1])
+
+    def raises(msg, f, *args, **kw):
+        with pytest.raises(TheoryError, match="^" + re.escape(msg) + "$"):
+            f(*args, **kw)
+
+    raises("alpha = 'x' is not a number", add_alpha_predictive, [0, 1, 0], tree, "x", 2)
+    raises("S = 2.5 must be an integer >= 2 (alphabet size)", edge_counts, [0, 1, 0], tree, 2.5)
+    raises("prompt must be a non-empty 1-d token array s_0..s_(T-1), got shape (1, 3)", edge_counts, [[0, 1, 0]],
+           tree, 2)
+    raises("prompt position 1: token 3 is out of range 0..2 (S = 3)", edge_counts, [0, 3, 0], tree, 3)
+    raises("prompt position 1: token 2 is out of range 0..1 (S = 2)", bayes_quadrature_s2, [0, 2, 0], tree, 1.0)
+    raises("unknown root_law 'x'; expected one of stationary, independent", bayes_quadrature_s2, [0, 1, 0], tree,
+           1.0, root_law="x")
+    raises("exact_bayes_predictive integrates numerically for S = 2 only (got S = 3); use bayes_predictive_estimate "
+           "for an importance-sampling estimate with its standard error", exact_bayes_predictive, [0, 1, 0], tree,
+           1.0, 3)
+    with pytest.raises(TheoryError, match="^prompt could not be read as an array: "):
+        edge_counts([[0, 1], [0]], tree, 2)
+
+
+def test_edge_counts_of_a_one_position_prompt_and_their_integer_dtype():
+    n, r = edge_counts([1], CausalTree([-1]), 2)  # the query alone: no edge, no root before it
+    assert n.tolist() == [[0, 0], [0, 0]] and r.tolist() == [0, 0]
+    n, r = edge_counts([0, 1, 1, 0], CausalTree([-1, 0, -1, -1]), 2)
+    assert n.dtype == np.int64 and r.dtype == np.int64
+    assert n.tolist() == [[0, 1], [0, 0]] and r.tolist() == [1, 1]
+
+
+def test_quadrature_equals_add_alpha_up_to_its_count_limit_and_refuses_beyond():
+    """Under root_law="independent" the exact Bayes predictive is add-alpha (conjugacy), a closed form
+    the quadrature must reproduce to round-off at every prompt length it takes: up to
+    MAX_QUADRATURE_COUNTS = 128 edge and root counts (a chain of T = 129: 127 edges and 1 root),
+    and it refuses one more."""
+    import re
+
+    from theory.dirichlet import MAX_QUADRATURE_COUNTS
+
+    assert MAX_QUADRATURE_COUNTS == 128
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        for T in (20, 90, 129):
+            tree = CausalTree([-1] + list(range(T - 2)) + [-1])
+            x = rng.integers(0, 2, T)
+            q = bayes_quadrature_s2(x, tree, 0.5, root_law="independent")
+            assert np.abs(q.predictive - add_alpha_predictive(x, tree, 0.5, 2)).max() < 1e-14, (seed, T)
+    tree = CausalTree([-1] + list(range(128)) + [-1])
+    with pytest.raises(TheoryError, match="^" + re.escape("the prompt has 129 edge and root counts, above "
+                                                          "MAX_QUADRATURE_COUNTS = 128, where the quadrature is "
+                                                          "checked; use bayes_predictive_estimate")):
+        exact_bayes_predictive(np.zeros(130, dtype=int), tree, 0.5)
+
+
+def test_bayes_predictive_estimate_draws_200_000_samples_by_default():
+    tree = CausalTree([-1, 0, 1, -1])
+    est, se = bayes_predictive_estimate([0, 1, 2, 1], tree, 1.0, 3, seed=4)
+    est2, se2 = bayes_predictive_estimate([0, 1, 2, 1], tree, 1.0, 3, n_samples=200_000, seed=4)
+    assert np.array_equal(est, est2) and np.array_equal(se, se2)

@@ -302,3 +302,53 @@ def _nodes(*nodes):
     g = nx.DiGraph()
     g.add_nodes_from(nodes)
     return g
+
+
+def test_random_recursive_parents_sizes_and_message():
+    import re
+
+    rng = np.random.default_rng(0)
+    assert G.random_recursive_parents(rng, 1).tolist() == [-1]
+    par = G.random_recursive_parents(rng, 6, size=5)
+    assert par.shape == (5, 6) and par.dtype == np.int64 and (par[:, 0] == -1).all()
+    assert all(0 <= par[b, h] < h for b in range(5) for h in range(1, 6))
+    with pytest.raises(TheoryError, match="^" + re.escape("H must be >= 1, got 0") + "$"):
+        G.random_recursive_parents(rng, 0)
+
+
+def test_parent_arrays_are_int64_and_random_families_draw_parents_per_position():
+    rng = np.random.default_rng(1)
+    for name in ("chain", "icl", "star", "roots", "random", "many"):
+        assert G.n_parents(name, 12, rng).dtype == np.int64, name
+    # one uniform draw per position, not one shared by all: p(i) = floor(u_i (i + 1)) - 1 for "random"
+    # and floor(u_i i) for a child in "many", so u_i ~ (p(i) + 1) / (i + 1) (resp. p(i) / i) spreads over
+    # [0, 1) across positions (a shared u would keep them within 1/(i + 1) of each other)
+    i = np.arange(10, 79)
+    for name, shift, scale in (("random", 1, i + 1), ("many", 0, i)):
+        par = G.n_parents(name, 80, np.random.default_rng(2))[10:79]
+        u = ((par + shift) / scale)[par >= 0]
+        assert u.size > 20 and u.max() - u.min() > 0.5, name
+    g = nx.DiGraph([(0, 1), (1, 2)])
+    assert G.to_parents(g).dtype == np.int64
+    assert G.GivenGraph("g", [[], [0], [1]]).parents(3).dtype == np.int64
+
+
+def test_validate_names_the_missing_position_and_the_one_out_of_range():
+    import re
+
+    g = nx.DiGraph()
+    g.add_nodes_from([0, 1, 3])
+    with pytest.raises(TheoryError, match="^" + re.escape("nodes must be the positions 0..2: position 2 is missing and "
+                                                          "node 3 is out of range") + "$"):
+        G.validate(g)
+
+
+def test_k_parent_dag_is_reproducible_from_its_generator():
+    a = G.k_parent_dag("random", 12, 2, np.random.default_rng(5))
+    b = G.k_parent_dag("random", 12, 2, np.random.default_rng(5))
+    assert sorted(a.edges) == sorted(b.edges)
+
+
+def test_default_arguments_k_two_parents_and_an_empty_name():
+    assert G.k_parent_sets("ngram", 5) == G.k_parent_sets("ngram", 5, 2)
+    assert G.from_parents([-1, 0, 1]).graph["name"] == ""
