@@ -187,3 +187,18 @@ def test_reducible_draws_do_not_crash_and_name_knowl_2(tmp_path, spec):
         assert any(a.holds is False for a in t.assumptions)
     prop = _tier(res, "property")
     assert any(n.name.startswith("evaluations: search among draws breaking") for n in prop.numbers)
+
+
+@pytest.mark.parametrize("delta, verdict", [(1e-13, Verdict.PASS), (3e-10, Verdict.FAIL)])
+def test_identity_roundoff_tolerance_a_parent_chi2_off_by_3e_10_fails(tmp_path, monkeypatch, delta, verdict):
+    """ROUNDOFF (1e-12) separates round-off from an error in Knowl 3's identity g[i,p(i)] = E[I_chi2]:
+    a parent chi2 off by 1e-13 still PASSes, off by 3e-10 FAILs (a tolerance widened 1000x would pass it)."""
+    from sim.papers.nichani.claims import gradient
+
+    real = gradient.nichani_parent_chi2
+    monkeypatch.setattr(gradient, "nichani_parent_chi2", lambda *a, **k: real(*a, **k) + delta)
+    ex = _tier(_run(get("N.K3"), tmp_path, tiers=("exact",)), "exact")
+    assert ex.verdict is verdict, ex.summary
+    if verdict is Verdict.FAIL:
+        assert ex.counterexample["conclusion"] == "g[i,p(i)] == E[I_chi2(s_i; s_p(i) | pi)]"
+        assert ex.counterexample["max |error|"] == pytest.approx(delta, rel=1e-3)

@@ -134,3 +134,43 @@ def test_identity_tolerance_is_tied_to_roundoff_a_c2_off_by_3e_8_relative_fails(
     assert t.verdict is verdict, t.summary
     if verdict is Verdict.FAIL:
         assert IDENTITY_RTOL < t.numbers[0].value < 1e-7
+
+
+def _near_orthogonal(monkeypatch, scale):
+    """Every A of the claim's draws with its columns scaled by 1 + scale * (-1 .. 1): max |A^T A - I| ~ 2 scale."""
+    import sim.papers.wei.claims.continuous as continuous
+
+    haar = continuous.orthogonal_matrix
+    monkeypatch.setattr(continuous, "orthogonal_matrix",
+                        lambda rng, d, kind="orthogonal": haar(rng, d, kind) @ np.diag(1 + scale * np.linspace(-1, 1, d)))
+
+
+@pytest.mark.parametrize("scale, verdict", [(1e-13, Verdict.PASS), (5e-11, Verdict.ASSUMPTION_UNMET),
+                                            (3e-9, Verdict.ASSUMPTION_UNMET)])
+def test_orthogonality_tolerance_is_tied_to_roundoff_an_a_off_by_1e_10_is_not_orthogonal(run, monkeypatch, scale,
+                                                                                           verdict):
+    """ORTHO_TOL (1e-12) counts round-off (QR's Haar draws: <= 2e-15) as orthogonal and nothing coarser: an A
+    with max |A^T A - I| ~ 1e-10 does not meet W.P2's assumption (a tolerance widened 1000x would count it).
+    At ~6e-9 the identity itself breaks, so an A counted as orthogonal there would FAIL the paper on a matrix
+    its statement does not cover (the tolerance was 1e-8 until this test)."""
+    from sim.papers.wei.claims.continuous import ORTHO_TOL
+
+    _near_orthogonal(monkeypatch, scale)
+    exact = run(W_P2, tiers=("exact",)).tiers[0]
+    assert exact.verdict is verdict, exact.summary
+    orthogonal = next(a for a in exact.assumptions if a.name == "A orthogonal")
+    assert orthogonal.holds is (verdict is Verdict.PASS), orthogonal
+    if verdict is Verdict.ASSUMPTION_UNMET and scale < 1e-9:
+        assert "held" in exact.conclusion_without_assumptions
+
+
+def test_an_a_orthogonal_to_the_tolerance_keeps_the_identity_within_its_own(run, monkeypatch):
+    """The two tolerances agree: an A just inside ORTHO_TOL (max |A^T A - I| ~ ORTHO_TOL) moves the identity's
+    relative spread by about d * ORTHO_TOL, far below IDENTITY_RTOL, so it PASSes with nearly the whole margin."""
+    from sim.papers.wei.claims.continuous import IDENTITY_RTOL, ORTHO_TOL
+
+    _near_orthogonal(monkeypatch, ORTHO_TOL / 2.5)
+    exact = run(W_P2, tiers=("exact",)).tiers[0]
+    assert exact.verdict is Verdict.PASS, exact.summary
+    spread = next(n for n in exact.numbers if n.name.startswith("max relative spread"))
+    assert spread.value < IDENTITY_RTOL / 100

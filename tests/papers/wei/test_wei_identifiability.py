@@ -323,3 +323,35 @@ def test_tie_tolerance_is_tied_to_roundoff_a_sum_off_by_1e_8_per_example_is_no_t
     assert (_pairwise_hits(context, pi, 2, 1, 0) == tie).all()
     assert (_at_least_zero(np.array([S]), L, math.log(4)) == tie).all()
     assert _at_least_zero(np.array([-2.8e-17]), 1, 1.0).all()  # 0.3 - 0.1 - 0.2 in float64: an exact tie
+
+
+def test_logp_roundoff_allowance_covers_the_float64_error_of_log_p_and_is_no_wider_than_round_off():
+    """LOGP_RTOL is the relative round-off allowed on an exact log P(S_L >= 0) in the decay check's
+    tolerance. Measured against a 60-digit binomial sum (mpmath) on two-atom laws of Z up to L = 640 (past the
+    paper profile's br_maxL = 400): the float64 value from the convolution is within LOGP_RTOL, and the
+    allowance is within 1000x of the worst error measured, so it stays round-off, not slack (widened 1000x it
+    would be a million times the measured error)."""
+    import mpmath
+
+    from sim.papers.wei.claims.identifiability import LOGP_RTOL
+
+    mpmath.mp.dps = 60
+    rng = np.random.default_rng(7)
+    Ls = [10, 40, 160, 400, 640]
+    worst = 0.0
+    for _ in range(6):
+        v = np.sort(rng.normal(size=2))
+        v = v - v.mean() + np.array([-1.0, 1.0]) * (abs(v[1] - v[0]) / 2 + 0.2)  # one atom each side of 0
+        p = rng.dirichlet([1.0, 1.0])
+        if p @ v >= 0:
+            p = p[::-1].copy()  # E Z < 0: P(S_L >= 0) decays
+        logP = pairwise_error_exact_path(v, p, Ls)
+        vm, pm = [mpmath.mpf(float(x)) for x in v], [mpmath.mpf(float(x)) for x in p]
+        for L, got in zip(Ls, logP):
+            tie = -1e-9 * L * float(np.abs(v).max())  # theory.largedev's tie rule
+            exact = mpmath.fsum(mpmath.binomial(L, j) * pm[1] ** j * pm[0] ** (L - j) for j in range(L + 1)
+                                if j * vm[1] + (L - j) * vm[0] >= tie)
+            rel = abs(got - float(mpmath.log(exact))) / abs(float(mpmath.log(exact)))
+            assert rel <= LOGP_RTOL, (v, p, L, rel)
+            worst = max(worst, rel)
+    assert LOGP_RTOL <= 1000 * worst, worst

@@ -169,3 +169,17 @@ def test_w_l4_independent_rows_are_assumption_unmet(run_claim):
     res = run_claim(get("W.L4"), prior=IDENTICAL_ROWS, tiers=("exact",), n_matrices=1, dims=(2,), H=5)
     assert res.verdict is Verdict.ASSUMPTION_UNMET
     assert "looks necessary" in res.tiers[0].conclusion_without_assumptions  # equality: no strict gap
+
+
+@pytest.mark.parametrize("shortfall, verdict", [(3e-13, Verdict.PASS), (3e-10, Verdict.FAIL)])
+def test_dpi_roundoff_tolerance_a_factor_short_of_one_by_3e_10_fails(run_claim, shortfall, verdict):
+    """ROUNDOFF (1e-12) is the only slack in the DPI comparison. Under the swap chain every token is a
+    function of the root, so I(x_h; x_h') = I(x_h; x_pa) exactly (to float64 round-off): a claimed factor
+    1 - 3e-13 still holds within round-off, 1 - 3e-10 is refuted (a tolerance widened 1000x would pass it)."""
+    res = run_claim(get("W.L2").variant(factor=1 - shortfall), prior=SWAP, tiers=("exact",), **SMALL)
+    exact = res.tiers[0]
+    assert exact.verdict is verdict, exact.summary
+    if verdict is Verdict.FAIL:
+        cex = exact.counterexample
+        i_hp, i_pa = cex[f"I_{cex['kind']}(x_h; x_h')"], cex[f"I_{cex['kind']}(x_h; x_pa)"]
+        assert i_hp == pytest.approx(i_pa, rel=1e-14) and i_pa > 0.1

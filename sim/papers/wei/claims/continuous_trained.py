@@ -14,6 +14,7 @@ import numpy as np
 from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, compare, tier_verdict
 from sim.claims.base import Context
 from sim.claims.inputs import record_matrix
+from sim.papers.wei.claims.continuous import ORTHO_TOL
 from sim.papers.wei.task import orthogonal_matrix
 from sim.papers.wei.recipes import W_P2_RECIPE, WRecipe
 from sim.papers.wei.training import (combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, strictly_above,
@@ -245,7 +246,7 @@ def _w_p2_trained(ctx: Context) -> TierResult:
                 gaps[m][L].append(acc_b - acc)  # per prompt, paired
             accs[L]["model"].append(mean_estimate(acc_b - gaps["trained"][L][-1], eval_seed))
             accs[L]["bma"].append(mean_estimate(acc_b, eval_seed))
-    assumptions = [Assumption("A orthogonal", all(float(np.abs(A.T @ A - np.eye(d)).max()) <= 1e-8 for A in As),
+    assumptions = [Assumption("A orthogonal", all(float(np.abs(A.T @ A - np.eye(d)).max()) <= ORTHO_TOL for A in As),
                               f"A kind {kind!r}"),
                    Assumption("0 < |rho| < 1", 0 < abs(rho) < 1, f"rho = {rho}")]
     # A run that did not train (stuck far from the Bayes loss on its own task) says nothing about the bilinear
