@@ -41,12 +41,17 @@ __all__ = [
     "map_error_exponent",
     "MAX_COMPOSITIONS",
     "MAX_ATOMS",
+    "TIE_RTOL",
 ]
 
 #: Largest number of count vectors ``C(L + k - 1, k - 1)`` that the multinomial method sums.
 MAX_COMPOSITIONS = 2_000_000
 #: Largest number of distinct values of ``S_n`` that the convolution method keeps.
 MAX_ATOMS = 2_000_000
+#: ``S_L`` counts as ``>= 0`` when ``S_L >= -TIE_RTOL * L * max |finite value of Z|``: a sum of ``L``
+#: terms of that size is exact to about ``L * max|Z| * 1e-16``, so mathematical ties (``+v`` and ``-v``
+#: atoms, ``x_h' = x_pa``) come out as ``+-1e-16`` and must count as ties.
+TIE_RTOL = 1e-9
 #: Atoms of ``Z`` whose values agree within this (times the largest |value|, at least 1) are merged.
 _MERGE_RTOL = 1e-12
 
@@ -345,8 +350,8 @@ def pairwise_error_exact(values, probs, L: int, *, method: str = "auto", log: bo
     L! / prod n_i! * prod p_i^{n_i} * 1{sum n_i v_i >= 0}``, computed in log space. A
     ``-inf`` atom makes ``S_L = -inf``, so only the finite atoms enter (with their
     unnormalised probabilities). Ties: ``S`` counts as ``>= 0`` when
-    ``S >= -1e-9 * L * max |finite value|`` (sums that are 0 mathematically, e.g. from
-    ``x_h' = x_pa`` or from ``+v`` and ``-v`` atoms, come out as ``+-1e-16``).
+    ``S >= -TIE_RTOL * L * max |finite value|`` (:data:`TIE_RTOL` = 1e-9; sums that are 0
+    mathematically, e.g. from ``x_h' = x_pa`` or from ``+v`` and ``-v`` atoms, come out as ``+-1e-16``).
 
     Methods (same sum, grouped differently; they cross-check each other):
 
@@ -384,7 +389,7 @@ def pairwise_error_exact(values, probs, L: int, *, method: str = "auto", log: bo
     else:
         vf, lpf = v[fin], np.log(p[fin])
         scale = max(float(np.abs(vf).max()), np.finfo(float).tiny)
-        threshold = -1e-9 * L * scale
+        threshold = -TIE_RTOL * L * scale
         if method == "auto":
             small = math.comb(L + vf.size - 1, vf.size - 1) <= MAX_COMPOSITIONS
             method = "multinomial" if small else "convolution"
@@ -400,7 +405,7 @@ def pairwise_error_exact_path(values, probs, Ls, *, gap_window: float | None = N
     """Exact ``log P(S_L >= 0)`` at every ``L`` of ``Ls``, from one convolution pass.
 
     The same sum as :func:`pairwise_error_exact` (same tie rule:
-    ``S >= -1e-9 * L * max |finite value|`` counts as ``>= 0``), computed by the
+    ``S >= -TIE_RTOL * L * max |finite value|`` counts as ``>= 0``), computed by the
     ``"convolution"`` method once up to ``max(Ls)`` and read off at each requested ``L``,
     so a decay curve costs what its largest ``L`` costs. Agrees with
     :func:`pairwise_error_exact` to round-off (its ``"multinomial"`` grouping at small ``L``
@@ -451,7 +456,7 @@ def pairwise_error_exact_path(values, probs, Ls, *, gap_window: float | None = N
             gaps[idx, j] = float(np.diff(pts).max())  # pts holds 0 and at least x[0]
 
     def record(n, vals, logp, scale):
-        hit = vals >= -1e-9 * n * scale
+        hit = vals >= -TIE_RTOL * n * scale
         out[want[n]] = min(float(logsumexp(logp[hit])), 0.0) if hit.any() else -math.inf
         record_gaps(want[n], np.maximum(vals[hit], 0.0))  # ties count as 0; vals are sorted
 

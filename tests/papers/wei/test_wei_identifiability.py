@@ -334,6 +334,7 @@ def test_logp_roundoff_allowance_covers_the_float64_error_of_log_p_and_is_no_wid
     import mpmath
 
     from sim.papers.wei.claims.identifiability import LOGP_RTOL
+    from theory.largedev import TIE_RTOL
 
     mpmath.mp.dps = 60
     rng = np.random.default_rng(7)
@@ -348,7 +349,7 @@ def test_logp_roundoff_allowance_covers_the_float64_error_of_log_p_and_is_no_wid
         logP = pairwise_error_exact_path(v, p, Ls)
         vm, pm = [mpmath.mpf(float(x)) for x in v], [mpmath.mpf(float(x)) for x in p]
         for L, got in zip(Ls, logP):
-            tie = -1e-9 * L * float(np.abs(v).max())  # theory.largedev's tie rule
+            tie = -TIE_RTOL * L * float(np.abs(v).max())
             exact = mpmath.fsum(mpmath.binomial(L, j) * pm[1] ** j * pm[0] ** (L - j) for j in range(L + 1)
                                 if j * vm[1] + (L - j) * vm[0] >= tie)
             rel = abs(got - float(mpmath.log(exact))) / abs(float(mpmath.log(exact)))

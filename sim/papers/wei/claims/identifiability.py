@@ -36,7 +36,7 @@ from scipy.special import logsumexp
 
 from theory import (CausalTree, bahadur_rao_prefactor, bma_posterior_matrix, chernoff_exponent, llr_law,
                     map_error_exponent, mutual_information, pairwise_error_exact, pairwise_joint)
-from theory.largedev import pairwise_error_exact_path
+from theory.largedev import TIE_RTOL, pairwise_error_exact_path
 
 from sim.montecarlo import Estimate, mean_estimate, proportion_estimate
 from sim.sequential import bonferroni_z, doubling_grid
@@ -51,8 +51,6 @@ __all__ = ["TIE_RTOL", "LATTICE_MAX_DENOMINATOR", "WINDOWS_T", "LOGP_RTOL", "SUP
            "CLAIMS"]
 
 _ASSUMPTIONS = ("min pi > 0", "I(x_h; x_pa(h)) > 0")
-#: ``S_L`` counts as ``>= 0`` above ``-TIE_RTOL * L * max|Z|`` (exact ties come out as +-1e-16).
-TIE_RTOL = 1e-9
 #: Largest denominator tried when deciding whether the atoms of Z lie on a lattice.
 LATTICE_MAX_DENOMINATOR = 64
 #: Where the granularity of the support of ``S_L`` is measured: ``[0, c / t*]`` for each ``c`` (the
