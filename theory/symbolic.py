@@ -18,6 +18,7 @@ sympy only; each derivation runs in seconds at the default sizes.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -403,8 +404,44 @@ def _det2(P):
     return P[0][0] * P[1][1] - P[0][1] * P[1][0]
 
 
-def derive_dpi_binary(kind: str = "chi2") -> SymbolicResult:
-    """W Lemma 2 (DPI) for binary ``x -> y -> z``: ``I_f(x; z) <= I_f(x; y)`` and ``I_f(x; z) <= I_f(y; z)``.
+def _as_exprs(P):
+    return [[P[i][j].as_expr() for j in range(2)] for i in range(2)]
+
+
+def _binary_mi(P, kind: str):
+    """``I_f = D_f(P || Px Py)`` of a 2x2 joint (nested lists of sympy expressions), in
+    :mod:`theory.information`'s conventions (TV with its 1/2, squared Hellinger without one);
+    KL terms with ``P_ij = 0`` follow ``0 log 0 = 0``."""
+    r = [P[i][0] + P[i][1] for i in range(2)]
+    q = [P[0][j] + P[1][j] for j in range(2)]
+    cells = [(P[i][j], r[i] * q[j]) for i in range(2) for j in range(2)]
+    if kind == "chi2":
+        return sum(pij ** 2 / rq for pij, rq in cells) - 1
+    if kind == "tv":
+        return sum(sp.Abs(pij - rq) for pij, rq in cells) / 2
+    if kind == "kl":
+        return sum(pij * sp.log(pij / rq) for pij, rq in cells if pij != 0)
+    return sum((sp.sqrt(pij) - sp.sqrt(rq)) ** 2 for pij, rq in cells)
+
+
+def _dpi_refuted_below_one(kind: str, factor) -> SymbolicResult:
+    """``I(x;z) <= factor I(y;z)`` with ``factor < 1`` fails where both channels are noiseless."""
+    half = sp.Rational(1, 2)
+    P = [[half, sp.Integer(0)], [sp.Integer(0), half]]  # x = y = z, fair: P_xy = P_yz = P_xz
+    value = sp.nsimplify(_binary_mi(P, kind))
+    excess = sp.simplify((1 - factor) * value)
+    point = "p = 1/2, a = b = c = e = 0 (x = y = z)"
+    return SymbolicResult(
+        f"W.L2 (binary DPI, {kind})", False, str(excess),
+        {"counterexample": point, f"I_{kind}(x;y) = I_{kind}(y;z) = I_{kind}(x;z)": str(value),
+         "claimed_factor": str(factor)},
+        f"refuted: with both channels noiseless ({point}) the three {kind} mutual informations are equal to "
+        f"{value} > 0, so I(x;z) - {factor} I(y;z) = {excess} > 0; a DPI with a factor below 1 fails for every f")
+
+
+def derive_dpi_binary(kind: str = "chi2", *, factor=1) -> SymbolicResult:
+    """W Lemma 2 (DPI) for binary ``x -> y -> z``: ``I_f(x; z) <= factor I_f(x; y)`` and
+    ``I_f(x; z) <= factor I_f(y; z)``, with W's ``factor = 1``.
 
     Input law ``(1 - p, p)``, channels ``K1 = [[1-a, a], [b, 1-b]]`` (``x -> y``) and
     ``K2 = [[1-c, c], [e, 1-e]]`` (``y -> z``), all parameters in ``[0, 1]``. Write
@@ -433,12 +470,29 @@ def derive_dpi_binary(kind: str = "chi2") -> SymbolicResult:
     residual. Those two kinds are checked numerically (exact enumeration and hypothesis
     search) by the W.L2 claim and the information tests, not here.
 
+    ``factor`` other than 1 (inject one to see a wrong DPI fail): for ``factor > 1`` the claim follows
+    from the proof at 1 (the MIs are >= 0). For ``factor < 1`` it is false for every kind:
+    at ``a = b = c = e = 0`` (both channels noiseless) and ``p = 1/2``, ``x = y = z`` and the
+    three MIs are equal and positive, so ``I(x;z) - factor I(y;z) = (1 - factor) I > 0``;
+    ``holds=False`` with that exact value as the residual and the point in ``constants``.
+
     Parameters
     ----------
     kind : {"chi2", "tv", "kl", "hellinger"}
+    factor : number > 0, default 1
+        The claimed constant (exact: a float is read as the binary fraction it holds).
     """
     if kind not in ("chi2", "tv", "kl", "hellinger"):
         raise TheoryError(f"unknown kind {kind!r}; expected 'chi2', 'tv', 'kl' or 'hellinger'")
+    try:
+        finite = not isinstance(factor, (bool, str)) and math.isfinite(float(factor))
+    except (TypeError, ValueError):
+        finite = False
+    if not finite or not float(factor) > 0:
+        raise TheoryError(f"factor must be a finite number > 0, got {factor!r}")
+    factor = sp.Rational(factor)
+    if factor < 1:
+        return _dpi_refuted_below_one(kind, factor)
     p, a, b, c, e = sp.symbols("p a b c e", real=True)
     gens = (p, a, b, c, e)
     P_ = lambda expr: sp.Poly(expr, *gens)  # noqa: E731  (exact polynomial arithmetic: fast expansion)
@@ -520,15 +574,7 @@ def derive_dpi_binary(kind: str = "chi2") -> SymbolicResult:
         return SymbolicResult("W.L2 (binary DPI, tv)", bool(holds), residual, consts, detail)
 
     # kl / hellinger: no symbolic proof.
-    def mi(P):
-        P = [[P[i][j].as_expr() for j in range(2)] for i in range(2)]
-        r = [P[i][0] + P[i][1] for i in range(2)]
-        q = [P[0][j] + P[1][j] for j in range(2)]
-        if kind == "kl":
-            return sum(P[i][j] * sp.log(P[i][j] / (r[i] * q[j])) for i in range(2) for j in range(2))
-        return sum((sp.sqrt(P[i][j]) - sp.sqrt(r[i] * q[j])) ** 2 for i in range(2) for j in range(2))
-
-    diff = mi(P_xy) - mi(P_xz)
+    diff = _binary_mi(_as_exprs(P_xy), kind) - _binary_mi(_as_exprs(P_xz), kind)
     return SymbolicResult(
         f"W.L2 (binary DPI, {kind})", None, str(diff), dict(base),
         f"no symbolic proof for {kind}: I(x;y) - I(x;z) is transcendental in (p, a, b, c, e) and sympy cannot "

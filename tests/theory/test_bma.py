@@ -513,3 +513,43 @@ def test_bruteforce_up_to_its_limit_of_seven_positions():
         bma_posterior_bruteforce(np.zeros((1, 8), dtype=int), pi, 1)
     with pytest.raises(TheoryError, match=r"^the context has probability 0 under pi for every candidate parent"):
         bma_posterior([[0, 1]], np.eye(2), 1)
+
+
+def test_every_argument_error_names_the_argument_and_its_exact_range():
+    """The messages a researcher reads: which argument, which position, and the range it must lie in."""
+    tree = [-1, 0, 0]
+    cases = [
+        (lambda: expected_loglik(PI3, tree, 0, 1.5), r"^h = 1\.5 is not an integer position$"),
+        (lambda: expected_loglik(PI3, tree, 0.5, 2), r"^cand = 0\.5 is not an integer position$"),
+        (lambda: expected_loglik(PI3, tree, 0, 3), r"^h = 3 is out of range 1\.\.2 for a tree with 3 nodes$"),
+        (lambda: expected_loglik(PI3, tree, 2, 2),
+         r"^cand = 2 is not a candidate parent of h = 2 \(candidates are 0\.\.1\)$"),
+        (lambda: bma_posterior([[0, 1], [0]], PI3, 1), r"^context could not be read as an array: "),
+        (lambda: bma_posterior(np.array([[0, None]], dtype=object), PI3, 1),
+         r"^context could not be read as a rectangular integer array \(ragged or mixed types\)$"),
+        (lambda: bma_posterior(np.zeros((1, 1, 1, 3), dtype=int), PI3, 1),
+         r"^context must have shape \(L, H\) or a batch \(B, L, H\), got shape \(1, 1, 1, 3\)$"),
+        (lambda: bma_predictive(np.zeros((2, 1, 3), dtype=int), [0, 0], PI3, 2),
+         r"^context must have shape \(L, H\), got shape \(2, 1, 3\)$"),
+        (lambda: bma_predictive([[0, 1, 2]], [[0], [1, 2]], PI3, 2), r"^target_prefix could not be read as an array: "),
+        (lambda: bma_predictive([[0, 1, 2]], [[0, 1]], PI3, 2),
+         r"^target_prefix must be a 1-d token array x\^\(L\+1\)_0\.\.x\^\(L\+1\)_\(h-1\), got shape \(1, 2\)$"),
+        (lambda: bma_predictive([[0, 1, 2]], [0], PI3, 2),
+         r"^target_prefix has length 1, but positions 0\.\.1 \(h = 2 tokens\) are needed$"),
+        (lambda: bma_predictive([[0, 1, 2]], [0, 1.5], PI3, 2), r"^target_prefix position 1: token 1\.5 is not an integer$"),
+        (lambda: bma_predictive([[0, 1, 2]], [0, 3], PI3, 2),
+         r"^target_prefix position 1: token 3 is out of range 0\.\.2 \(d = 3 states\)$"),
+    ]
+    for call, match in cases:
+        with pytest.raises(TheoryError, match=match):
+            call()
+
+
+def test_zero_entries_of_pi_give_log_zero_without_a_warning(recwarn):
+    """``log 0 = -inf`` is the convention (a transition that pi forbids rules its candidate out); it is taken
+    silently, in the scores and in the expected log-likelihood's -inf."""
+    swap = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    scores = bma_log_scores([[0, 1, 2, 1]], swap, 3)
+    assert scores.tolist() == [0.0, -math.inf, -math.inf]  # x_3 = 1 follows only x_0 = 0 under the cycle
+    assert expected_loglik(swap, [-1, 0, 1], 0, 2) == -math.inf  # x_2 = x_0 + 2 (mod 3), pi[a, a + 2] = 0
+    assert not recwarn.list, [str(w.message) for w in recwarn.list]

@@ -298,3 +298,15 @@ def test_eta_kl_ignores_ratios_of_rounding_errors_near_a_subnormal_input_mass():
     K2 = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
     res2 = eta_kl(K2, p)
     assert 0 < res2.lower <= res2.upper and res2.lower >= eta_chi2(K2, p) - 1e-15
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"restarts": 2, "seed": 0}, {"restarts": 2, "seed": 2}, {"restarts": 16, "seed": 2}])
+def test_contraction_report_runs_eta_kl_with_its_restarts_and_seed(kwargs):
+    """The report's eta_KL entries are eta_kl's at the same restarts and seed (defaults 16 and 0), to the bit:
+    the multi-start optimiser's best point moves in the last digits with either."""
+    K = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+    p = np.array([0.5, 0.3, 0.2])
+    res = eta_kl(K, p, **{"restarts": 16, "seed": 0, **kwargs})
+    rep = contraction_report(K, p, **kwargs)
+    assert (rep["eta_kl_lower"], rep["eta_kl_upper"], rep["eta_kl_estimate"]) == (res.lower, res.upper, res.estimate)
+    assert rep["dobrushin"] == dobrushin(K) and rep["eta_chi2"] == eta_chi2(K, p)

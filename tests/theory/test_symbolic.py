@@ -159,3 +159,28 @@ def test_dpi_wrong_variant_contraction_by_lambda_squared_is_caught():
 def test_dpi_bad_kind():
     with pytest.raises(TheoryError, match="unknown kind 'js'"):
         derive_dpi_binary("js")
+
+
+@pytest.mark.parametrize("kind", ["chi2", "tv", "kl", "hellinger"])
+def test_dpi_binary_with_a_factor_below_one_is_refuted_exactly(kind):
+    """A DPI claimed with a factor below 1 is false for every f: with both channels noiseless x = y = z, the
+    three MIs are equal and positive. The residual is (1 - factor) I exactly, I as theory.information computes it."""
+    res = derive_dpi_binary(kind, factor=sp.Rational(1, 2))
+    I = mutual_information(np.array([[0.5, 0.0], [0.0, 0.5]]), kind)
+    assert res.holds is False and I > 0
+    assert float(sp.sympify(res.residual)) == pytest.approx(I / 2, rel=1e-14)
+    assert res.constants["claimed_factor"] == "1/2" and "a = b = c = e = 0" in res.constants["counterexample"]
+    # a factor short of 1 by round-off is still below 1: read exactly, not rounded
+    assert derive_dpi_binary(kind, factor=1 - 3e-10).holds is False
+
+
+@pytest.mark.parametrize("kind", ["chi2", "tv"])
+def test_dpi_binary_with_a_factor_above_one_follows_from_the_proof(kind):
+    res = derive_dpi_binary(kind, factor=2)
+    assert res.holds is True and res.residual == "0"
+
+
+@pytest.mark.parametrize("factor", [0, -1, float("nan"), float("inf"), True, "1/2", None])
+def test_dpi_binary_refuses_a_factor_that_is_not_a_positive_number(factor):
+    with pytest.raises(TheoryError, match=r"^factor must be a finite number > 0, got "):
+        derive_dpi_binary("chi2", factor=factor)

@@ -183,3 +183,14 @@ def test_dpi_roundoff_tolerance_a_factor_short_of_one_by_3e_10_fails(run_claim, 
         cex = exact.counterexample
         i_hp, i_pa = cex[f"I_{cex['kind']}(x_h; x_h')"], cex[f"I_{cex['kind']}(x_h; x_pa)"]
         assert i_hp == pytest.approx(i_pa, rel=1e-14) and i_pa > 0.1
+
+
+def test_w_l2_symbolic_tier_refutes_a_halved_dpi_rather_than_proving_w_s(run_claim):
+    """The symbolic tier proves the DPI the claim states, with its factor: a halved DPI is refuted exactly
+    (both channels noiseless), where it used to prove W's factor-1 DPI whatever the claim said."""
+    res = run_claim(get("W.L2").variant(factor=0.5), tiers=("symbolic",), **SMALL)
+    sym = res.tiers[0]
+    assert sym.verdict is Verdict.FAIL, sym.summary
+    assert sym.counterexample["claimed factor"] == "1/2" and sym.counterexample["kind"] == "chi2"
+    assert [r["verdict"] for r in sym.readings] == ["FAIL"] * 4
+    assert run_claim(get("W.L2"), tiers=("symbolic",), **SMALL).tiers[0].verdict is Verdict.PASS

@@ -185,19 +185,25 @@ def _w_l2_symbolic(ctx: Context) -> TierResult:
     exact and property tiers (sympy finds no proof; said so rather than claimed)."""
     from theory.symbolic import derive_dpi_binary
 
-    readings, outcomes = [], []
+    factor = ctx.params["factor"]
+    readings, outcomes, refuted = [], [], []
     for kind in ctx.settings.get("sym_kinds", ("chi2", "tv", "kl", "hellinger")):
-        res = derive_dpi_binary(kind)
+        res = derive_dpi_binary(kind, factor=factor)
         verdict = {True: "PASS", False: "FAIL", None: "not proved symbolically"}[res.holds]
         readings.append({"name": f"binary DPI, {kind}", "verdict": verdict, "detail": res.detail})
         if res.holds is not None:
             outcomes.append(Outcome.HELD if res.holds else Outcome.VIOLATED)
+        if res.holds is False:
+            refuted.append({"kind": kind, "claimed factor": res.constants.get("claimed_factor", str(factor)),
+                            "residual I(x;z) - factor I(y;z)": res.residual, **res.constants})
     out = Outcome.VIOLATED if Outcome.VIOLATED in outcomes else Outcome.HELD if outcomes else Outcome.UNDECIDED
     proved = [r["name"].split(", ")[1] for r in readings if r["verdict"] == "PASS"]
-    return TierResult("symbolic", tier_verdict([], out), out,
-                      f"binary x -> y -> z: DPI proved symbolically for {', '.join(proved) or 'no kind'}; "
-                      "the other kinds are checked by the exact and property tiers",
-                      readings=readings,
+    summary = (f"binary x -> y -> z: DPI with factor {factor} refuted symbolically for "
+               f"{', '.join(r['kind'] for r in refuted)}" if refuted else
+               f"binary x -> y -> z: DPI proved symbolically for {', '.join(proved) or 'no kind'}; "
+               "the other kinds are checked by the exact and property tiers")
+    return TierResult("symbolic", tier_verdict([], out), out, summary, readings=readings,
+                      counterexample=refuted[0] if refuted else None,
                       numbers=[Number("kinds proved symbolically", len(proved), kind="symbolic")])
 
 
