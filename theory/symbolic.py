@@ -298,7 +298,7 @@ def derive_w_p1(d: int = 3, L: int = 2, n_candidates: int = 3, *, claim: str = "
               f"(candidate vectors sum to 1). Column shift 1 a^T: every candidate's score gains the same "
               f"{constants['column_shift_common_gain']}, so the softmax is unchanged "
               f"(residual {'0' if col_ok and soft_ok else 'nonzero'}). Row shift b 1^T: the score "
-              f"differences change by a nonzero amount (constants['row_shift_residual']), e.g. "
+              f"differences change by a nonzero amount (constant row_shift_residual), e.g. "
               f"{constants['row_shift_counterexample']}; so attention is NOT invariant under row shifts "
               f"(compare learned W by column softmax). Claim checked: '{claim}' shift is invariant.")
     return SymbolicResult(f"W.P1 ({claim}-shift invariance)", bool(holds), residual, constants, detail)

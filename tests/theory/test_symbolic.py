@@ -184,3 +184,210 @@ def test_dpi_binary_with_a_factor_above_one_follows_from_the_proof(kind):
 def test_dpi_binary_refuses_a_factor_that_is_not_a_positive_number(factor):
     with pytest.raises(TheoryError, match=r"^factor must be a finite number > 0, got "):
         derive_dpi_binary("chi2", factor=factor)
+
+
+# The certificates derive_dpi_binary reports are formulas a researcher reads and reuses: each is read back
+# (a small parser for their notation) and evaluated against the quantity its key names, computed numerically.
+def _read_formula(text, values):
+    from sympy.parsing.sympy_parser import (convert_xor, implicit_application, implicit_multiplication,
+                                            parse_expr, standard_transformations)
+
+    text = (text.replace("lambda", "lam").replace("[", "(").replace("]", ")").replace("P(i,j)", "Pij(i, j)")
+            .replace("Px(i)", "Pxi(i)").replace("Py(j)", "Pyj(j)"))
+    if text.count("|") == 2:  # |u| -> Abs(u)
+        left, inner, right = text.split("|")
+        text = f"{left}Abs({inner}){right}"
+    transformations = standard_transformations + (implicit_multiplication, implicit_application, convert_xor)
+    return float(parse_expr(text, local_dict=values, transformations=transformations))
+
+
+def _dpi_values(p, a, b, c, e):
+    Pxy, Pyz, Pxz, py, pz = _binary_joints(p, a, b, c, e)
+    return {"p": p, "a": a, "b": b, "c": c, "e": e, "px0": 1 - p, "px1": p, "y0": py[0], "y1": py[1],
+            "z0": pz[0], "z1": pz[1], "lam1": 1 - a - b, "lam2": 1 - c - e, "det": np.linalg.det,
+            "P_xy": Pxy, "P_yz": Pyz, "P_xz": Pxz}
+
+
+def test_dpi_binary_reported_certificates_equal_the_quantities_they_name():
+    chi2 = derive_dpi_binary("chi2").constants
+    tv = derive_dpi_binary("tv").constants
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        args = rng.uniform(0.02, 0.98, size=5)
+        v = _dpi_values(*args)
+        Pxy, Pyz, Pxz = v["P_xy"], v["P_yz"], v["P_xz"]
+        I = {k: mutual_information(P, "chi2") for k, P in (("xy", Pxy), ("yz", Pyz), ("xz", Pxz))}
+        expected = {"I_xy_minus_I_xz": I["xy"] - I["xz"], "I_yz_minus_I_xz": I["yz"] - I["xz"],
+                    "ratio_xz_over_xy": I["xz"] / I["xy"], "ratio_xz_over_yz": I["xz"] / I["yz"]}
+        for key, want in expected.items():
+            assert _read_formula(chi2[key], v) == pytest.approx(want, rel=1e-8, abs=1e-14), key
+        lhs, rhs = tv["det_P_xz"].split(" = ")
+        assert _read_formula(lhs, v) == pytest.approx(np.linalg.det(Pxz), abs=1e-14)
+        assert _read_formula(rhs, v) == pytest.approx(np.linalg.det(Pxz), abs=1e-14)
+        assert _read_formula(tv["det_P_yz"], v) == pytest.approx(np.linalg.det(Pyz), abs=1e-14)
+        assert _read_formula(tv["one_minus_lambda2_sq"], v) == pytest.approx(1 - v["lam2"] ** 2, abs=1e-14)
+        y0y1, pxpx = v["y0"] * v["y1"], v["px0"] * v["px1"]
+        assert _read_formula(tv["y0y1_minus_lambda1_px0px1"], v) == pytest.approx(y0y1 - v["lam1"] * pxpx, abs=1e-14)
+        assert _read_formula(tv["y0y1_plus_lambda1_px0px1"], v) == pytest.approx(y0y1 + v["lam1"] * pxpx, abs=1e-14)
+        joint = Pxy
+        formula = tv["I_TV"].removesuffix(" for a 2x2 joint").replace("det P", "det(P)")
+        assert _read_formula(formula, {"det": np.linalg.det, "P": joint}) == pytest.approx(
+            mutual_information(joint, "tv"), rel=1e-12)
+        # the two identities the proofs rest on, at random values
+        q = rng.dirichlet(np.ones(4)).reshape(2, 2)
+        for i in range(2):
+            for j in range(2):
+                vals = {"Pij": lambda i, j: q[i, j], "Pxi": lambda i: q[i].sum(), "Pyj": lambda j: q[:, j].sum(),
+                        "det": np.linalg.det, "P": q, "i": i, "j": j}
+                lhs, rhs = chi2["identity_2x2"].replace("det P", "det(P)").split(" = ")
+                assert _read_formula(lhs, vals) == pytest.approx(_read_formula(rhs, vals), abs=1e-15)
+        s, al, be = rng.uniform(0, 1, size=3)
+        lam = 1 - al - be
+        vals = {"s": s, "alpha": al, "beta": be, "lam": lam, "t": al + lam * s}
+        lhs, rhs = chi2["identity_channel"].split(" = ")
+        assert _read_formula(lhs, vals) == pytest.approx(_read_formula(rhs, vals), abs=1e-15)
+    assert tv["identity_2x2"] == chi2["identity_2x2"] and tv["identity_channel"] == chi2["identity_channel"]
+
+
+@pytest.mark.parametrize("kind", ["kl", "hellinger"])
+def test_dpi_binary_unproved_residual_is_the_mi_difference_it_names(kind):
+    """For KL and Hellinger the residual is I(x;y) - I(x;z) as an expression in (p, a, b, c, e): read back with
+    sympy and evaluated, it equals the difference of theory.information's MIs."""
+    res = derive_dpi_binary(kind)
+    expr = sp.sympify(res.residual)
+    syms = {str(s): s for s in expr.free_symbols}
+    assert set(syms) == {"p", "a", "b", "c", "e"}
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        args = rng.uniform(0.05, 0.95, size=5)
+        Pxy, _, Pxz, _, _ = _binary_joints(*args)
+        got = float(expr.subs({syms[k]: float(x) for k, x in zip("pabce", args)}))
+        want = mutual_information(Pxy, kind) - mutual_information(Pxz, kind)
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-13)
+    assert res.name == f"W.L2 (binary DPI, {kind})" and set(res.constants) == {"identity_2x2", "identity_channel"}
+
+
+def _w_l1_weights(pi, context, h):
+    return [sp.Mul(*[pi[row[k]][row[h]] for row in context]) for k in range(h)]
+
+
+def test_w_l1_pi_is_row_stochastic_in_the_derivation():
+    """Lemma 1 is about a transition matrix: a closed form that differs from W's by powers of a row sum of pi
+    (exactly 1) is still proved, so the symbolic pi's rows sum to 1 identically."""
+    def times_row_sums(pi, context, h):
+        return [w * sp.Add(*pi[context[0][k]]) ** (k + 1) for k, w in enumerate(_w_l1_weights(pi, context, h))]
+
+    assert derive_w_l1(closed_form=times_row_sums, check_prefix=False).holds is True
+    ctx = [[[0, 2, 1]]]
+    assert derive_w_l1(d=3, H=3, L=1, contexts=ctx, closed_form=times_row_sums, check_prefix=False).holds is True
+
+
+def test_w_l1_rational_closed_forms_take_the_cancelling_path():
+    """A closed form that is not a polynomial in pi's entries is compared by cancelling the rational residual:
+    W's weights over a common factor still hold; over a factor that depends on the candidate they do not,
+    and the result says where and what the residual is."""
+    common = lambda pi, context, h: [w / (1 + pi[0][0]) for w in _w_l1_weights(pi, context, h)]  # noqa: E731
+    assert derive_w_l1(closed_form=common).holds is True
+    skewed = lambda pi, context, h: [w / (1 + pi[0][0]) ** k for k, w in enumerate(_w_l1_weights(pi, context, h))]  # noqa: E731
+    res = derive_w_l1(closed_form=skewed, check_prefix=False)
+    assert res.holds is False and res.name == "W.L1 (BMA closed form)"
+    assert res.constants == {"trees": "2", "checks": "2"}  # h = 1 holds (one candidate); h = 2, k = 0 fails
+    resid = sp.sympify(res.residual)
+    assert resid.free_symbols and sp.cancel(resid) != 0
+    assert res.detail == ("posterior of pa(2) = 0 differs from the closed form for context ((0, 0, 0), (0, 0, 0)) "
+                          "(rows = examples, columns = positions 0..2); residual = numerator*sum(weights) - "
+                          "weight*evidence")
+
+
+def test_w_l1_failure_reports_its_place_counts_and_residual():
+    def transposed(pi, context, h):
+        return [sp.Mul(*[pi[row[h]][row[k]] for row in context]) for k in range(h)]
+
+    res = derive_w_l1(closed_form=transposed)
+    # contexts in lexicographic order, 3 identities each (h = 1; h = 2, k = 0, 1): the third context fails first
+    assert res.constants == {"trees": "2", "checks": "8"}
+    assert res.detail.startswith("posterior of pa(2) = 0 differs from the closed form for context ((0, 0, 0), (0, 1, 0))")
+    p00, p10, r0 = sp.symbols("p_0_0 p_1_0 r_0")
+    assert sp.expand(sp.sympify(res.residual) - p00 ** 4 * r0 ** 2 * (p00 - 1) * (p00 + p10 - 1)) == 0
+    ok = derive_w_l1(d=2, H=2, L=1)
+    assert ok.constants == {"d": "2", "H": "2", "L": "1", "trees": "1", "contexts": "4", "checks": "4",
+                            "prefix_checks": "8"}
+    assert ok.detail == ("exact Bayes over all 1 recursive trees on 2 nodes with symbolic pi and root law equals the "
+                         "closed form for 4 contexts and every h in 1..1 (4 identities); conditioning on each of the "
+                         "target prefixes leaves it unchanged (8 prefixes)")
+    assert derive_w_l1(d=2, H=2, L=1, check_prefix=False).detail.endswith("(4 identities)")
+
+
+def test_w_l1_size_limits_and_token_types():
+    one = {"contexts": None, "check_prefix": False}
+    assert derive_w_l1(d=2, H=2, L=1, **one).holds is True  # smallest sizes accepted
+    for d, H, L in ((4, 2, 1), (2, 5, 1), (2, 2, 4)):  # each largest size accepted
+        assert derive_w_l1(d=d, H=H, L=L, contexts=[[[d - 1] * H] * L], check_prefix=False).holds is True
+    for kwargs, msg in [({"d": 5}, "d must be an integer in [2, 4]"), ({"d": 1}, "d must be an integer in [2, 4]"),
+                        ({"H": 6}, "H must be an integer in [2, 5]"), ({"H": 1}, "H must be an integer in [2, 5]"),
+                        ({"L": 5}, "L must be an integer in [1, 4]"), ({"L": 0}, "L must be an integer in [1, 4]")]:
+        with pytest.raises(TheoryError) as err:
+            derive_w_l1(**kwargs)
+        bad = next(iter(kwargs.values()))
+        assert str(err.value) == f"{msg} (kept small so sympy stays fast), got {bad!r}"
+    for bad in (True, 2.0, 9.5):  # not an int, whatever its value
+        with pytest.raises(TheoryError, match=rf"^d must be an integer in \[2, 4\] .*, got {bad!r}$"):
+            derive_w_l1(d=bad)
+    for tok in (True, 1.0):
+        with pytest.raises(TheoryError, match=rf"^contexts\[0\] has token {tok!r}; tokens must be integers in 0\.\.1$"):
+            derive_w_l1(contexts=[[[0, tok, 0], [0, 0, 0]]])
+
+
+def _w_p1_symbols(d, L, n):
+    """W.P1's symbols by their names: candidate vectors u (last entry 1 - sum), targets v, shifts a and b."""
+    u = [[[sp.Symbol(f"u_{k}_{l}_{s}") for s in range(d - 1)] for l in range(L)] for k in range(n)]
+    u = [[row + [1 - sum(row)] for row in per_k] for per_k in u]
+    v = [[sp.Symbol(f"v_{l}_{i}") for i in range(d)] for l in range(L)]
+    a = [sp.Symbol(f"a_{i}") for i in range(d)]
+    b = [sp.Symbol(f"b_{i}") for i in range(d)]
+    return u, v, a, b
+
+
+@pytest.mark.parametrize("d, L, n", [(2, 1, 2), (3, 2, 3)])
+def test_w_p1_reported_shifts_are_the_closed_forms(d, L, n):
+    """The column shift adds sum_l a^T v_l to every score; the row shift changes s_1 - s_0 by
+    sum_l (b^T (u_1l - u_0l)) (1^T v_l); the one-hot instance changes it by L (b_1 - b_0), and with W = 0,
+    b = e_1 the two candidates' softmax is (1/(1 + e^L), e^L/(1 + e^L))."""
+    res = derive_w_p1(d=d, L=L, n_candidates=n)
+    u, v, a, b = _w_p1_symbols(d, L, n)
+    dot = lambda x, y: sum(xi * yi for xi, yi in zip(x, y))  # noqa: E731
+    gain = sum(dot(a, v[l]) for l in range(L))
+    row = sum((dot(b, u[1][l]) - dot(b, u[0][l])) * sum(v[l]) for l in range(L))
+    assert sp.expand(sp.sympify(res.constants["column_shift_common_gain"]) - gain) == 0
+    assert sp.expand(sp.sympify(res.constants["row_shift_residual"]) - row) == 0
+    prefix = f"L={L} examples, candidate 0 = token 0, candidate 1 = token 1, target = token 0: score difference changes by "
+    cex = res.constants["row_shift_counterexample"]
+    assert cex.startswith(prefix) and sp.expand(sp.sympify(cex[len(prefix):]) - L * (b[1] - b[0])) == 0
+    lo, hi = 1 / (1 + math.exp(L)), math.exp(L) / (1 + math.exp(L))
+    assert res.constants["row_shift_numeric"] == (f"W = 0, b = e_1: softmax over the two candidates goes from (1/2, 1/2) "
+                                                  f"to ({sp.N(lo, 6)}, {sp.N(hi, 6)})")
+    assert (res.constants["column_shift_invariant"], res.constants["row_shift_invariant"]) == ("True", "False")
+    assert res.name == "W.P1 (column-shift invariance)" and res.holds is True and res.residual == "0"
+    assert res.detail == (
+        f"d={d}, L={L}, {n} candidates with symbolic W, a, b and symbolic tokens (candidate vectors sum to 1). "
+        f"Column shift 1 a^T: every candidate's score gains the same {res.constants['column_shift_common_gain']}, so "
+        "the softmax is unchanged (residual 0). Row shift b 1^T: the score differences change by a nonzero amount "
+        f"(constant row_shift_residual), e.g. {cex}; so attention is NOT invariant under row shifts (compare learned "
+        "W by column softmax). Claim checked: 'column' shift is invariant.")
+    row_claim = derive_w_p1(d=d, L=L, n_candidates=n, claim="row")
+    assert row_claim.name == "W.P1 (row-shift invariance)" and row_claim.holds is False
+    assert row_claim.residual == res.constants["row_shift_residual"]
+    assert row_claim.detail.endswith("Claim checked: 'row' shift is invariant.")
+
+
+def test_w_p1_size_limits():
+    for kwargs in ({"d": 6, "L": 1, "n_candidates": 2}, {"d": 2, "L": 4, "n_candidates": 2},
+                   {"d": 2, "L": 1, "n_candidates": 5}):
+        assert derive_w_p1(**kwargs).holds is True  # each largest size accepted
+    for name, bad, lo, hi in (("d", 7, 2, 6), ("d", 1, 2, 6), ("L", 5, 1, 4), ("L", 0, 1, 4),
+                              ("n_candidates", 6, 2, 5), ("n_candidates", 1, 2, 5)):
+        with pytest.raises(TheoryError) as err:
+            derive_w_p1(**{name: bad})
+        assert str(err.value) == f"{name} must be an integer in [{lo}, {hi}] (kept small so sympy stays fast), got {bad}"
+    with pytest.raises(TheoryError, match=r"^claim must be 'column' \(W Prop\. 1\) or 'row', got 'both'$"):
+        derive_w_p1(claim="both")
