@@ -142,7 +142,7 @@ def _kl_terms(base: np.ndarray, log_ratio: np.ndarray) -> np.ndarray:
     ``sum q log(q/p)`` loses all digits as ``q -> p``). For ``|log_ratio| < 0.05`` a Taylor
     series ``sum_{k=2..16} (-1)^k u^k / (k (k-1))`` (truncation < 1e-19 relative) is used; beyond,
     ``q log(q/p) - q + p`` with ``q = base * e^{log_ratio}`` (never overflows: ``q <= 1``;
-    ``q = 0`` gives ``base``, i.e. ``0 log 0 = 0``).
+    ``q = 0`` gives ``base``, i.e. ``0 log 0 = 0``). ``base > 0`` (the callers' supports).
     """
     small = np.abs(log_ratio) < 0.05
     u = np.expm1(np.where(small, log_ratio, 0.0))
@@ -150,9 +150,8 @@ def _kl_terms(base: np.ndarray, log_ratio: np.ndarray) -> np.ndarray:
     for k in range(15, 1, -1):
         poly = poly * u + (-1) ** k / (k * (k - 1))
     series = base * u * u * poly
-    with np.errstate(over="ignore", invalid="ignore"):
-        q = np.exp(np.log(base) + log_ratio)  # -inf log_ratio -> q = 0
-        direct = np.where(q > 0, q * np.where(q > 0, log_ratio, 0.0), 0.0) - q + base
+    q = np.exp(np.log(base) + log_ratio)  # -inf log_ratio -> q = 0
+    direct = np.where(q > 0, q * np.where(q > 0, log_ratio, 0.0), 0.0) - q + base
     return np.maximum(np.where(small, series, direct), 0.0)
 
 

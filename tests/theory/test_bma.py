@@ -553,3 +553,21 @@ def test_zero_entries_of_pi_give_log_zero_without_a_warning(recwarn):
     assert scores.tolist() == [0.0, -math.inf, -math.inf]  # x_3 = 1 follows only x_0 = 0 under the cycle
     assert expected_loglik(swap, [-1, 0, 1], 0, 2) == -math.inf  # x_2 = x_0 + 2 (mod 3), pi[a, a + 2] = 0
     assert not recwarn.list, [str(w.message) for w in recwarn.list]
+
+
+def test_context_tokens_and_h_of_any_integral_type_and_nothing_else():
+    """Integral floats of any float dtype read as tokens and positions; a non-integral one is refused where it
+    sits (batched contexts name the batch index); booleans are never integers; an empty context is refused."""
+    ctx = [[0, 1, 2], [2, 1, 0]]
+    want = bma_posterior(ctx, PI3, 2)
+    for dtype in (np.float64, np.float32):
+        np.testing.assert_array_equal(bma_posterior(np.array(ctx, dtype=dtype), PI3, 2), want)
+    np.testing.assert_array_equal(bma_posterior(ctx, PI3, 2.0), want)
+    with pytest.raises(TheoryError, match=r"^context example l=1, position h=2: token 1\.5 is not an integer$"):
+        bma_posterior(np.array([[0, 1, 2], [2, 1, 1.5]], dtype=np.float32), PI3, 2)
+    with pytest.raises(TheoryError, match=r"^context\[b=1\] example l=0, position h=2: token 1\.5 is not an integer$"):
+        bma_posterior(np.array([[[0, 1, 2]], [[2, 1, 1.5]]]), PI3, 2)
+    with pytest.raises(TheoryError, match=r"^h = True is not an integer position$"):
+        bma_posterior(ctx, PI3, True)
+    with pytest.raises(TheoryError, match=r"^context is empty \(shape \(0, 3\)\); it needs L >= 1 examples of length H >= 2$"):
+        bma_posterior(np.zeros((0, 3), dtype=int), PI3, 1)

@@ -405,3 +405,22 @@ def test_gth_first_reference_works_when_exit_probabilities_span_the_double_range
     batch = stationary_batch(np.stack([pi, pi[::-1, ::-1]]))  # both orientations in one batched reduction
     assert len(calls) == 1  # no chain fell back to stationary() one by one
     assert np.array_equal(batch[0], mu) and np.array_equal(batch[1], mu[::-1])
+
+
+def test_stationary_batch_of_an_empty_stack_keeps_its_shape():
+    for shape in ((0, 3, 3), (2, 0, 3, 3)):
+        out = stationary_batch(np.zeros(shape))
+        assert out.shape == shape[:-1]
+
+
+@pytest.mark.parametrize("d", [2, 3, 4, 5, 6, 9])
+def test_stationary_batch_reduces_every_irreducible_chain_itself(monkeypatch, d):
+    """The batched reachability test must see paths of length d - 1 (a cycle 0 -> 1 -> ... -> d-1 -> 0 needs
+    them), so an irreducible chain is reduced in the batch, never handed to stationary() one by one."""
+    import theory.markov as markov
+
+    cycle = 0.9 * np.roll(np.eye(d), 1, axis=1) + 0.1 * np.eye(d)
+    lazy = np.full((d, d), 1 / d)
+    monkeypatch.setattr(markov, "stationary", lambda P: pytest.fail("fell back to stationary()"))
+    out = stationary_batch(np.stack([cycle, lazy]))
+    np.testing.assert_allclose(out, np.full((2, d), 1 / d), rtol=1e-14)
