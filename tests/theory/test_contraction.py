@@ -342,3 +342,31 @@ def test_contraction_report_defaults_are_eta_kls():
         d = int(rng.integers(2, 5))
         K, p = rng.dirichlet(np.ones(d), size=d), rng.dirichlet(np.ones(d))
         assert contraction_report(K, p)["eta_kl_estimate"] == eta_kl(K, p).estimate
+
+
+def test_eta_kl_method_names_its_starts_and_where_the_best_came_from():
+    """2 starts along the singular direction, 4 vertex-p mixtures per state of the support and the random ones
+    are counted; the best ratio is attributed to one of them (or to eta_chi2 at q -> p)."""
+    import re
+
+    K = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+    p = np.array([0.5, 0.3, 0.2])
+    for restarts, seed in ((0, 0), (3, 7)):
+        res = eta_kl(K, p, restarts=restarts, seed=seed)
+        head, source = res.method.split("; best from: ")
+        assert head == (f"max of eta_chi2 and the KL ratios at 3 vertices and {2 + 4 * 3 + restarts} optimiser starts "
+                        f"(singular direction, vertex-p mixtures, {restarts} Dirichlet(1) with seed={seed}), "
+                        "each refined by BFGS on logits")
+        assert re.fullmatch(r"eta_chi2 \(limit q -> p\)|vertex delta_[0-2]|singular direction \([+-]\)( \+ BFGS)?|"
+                            r"mixture \(1-t\) delta_[0-2] \+ t p, t=[0-9.e-]+( \+ BFGS)?|Dirichlet start \d+( \+ BFGS)?",
+                            source), source
+
+
+def test_eta_kl_restarts_and_point_masses():
+    K = np.array([[0.6, 0.4], [0.2, 0.8]])
+    assert eta_kl(K, [1.0, 0.0]) == EtaKL(0.0, 0.0, 0.0, "p is a point mass: no q != p with q << p; eta_KL = 0 by "
+                                                         "convention")
+    assert eta_kl(K, [0.5, 0.5], restarts=0).lower >= eta_chi2(K, [0.5, 0.5])
+    for bad in (True, -1, 1.5):
+        with pytest.raises(TheoryError, match=rf"^restarts must be a non-negative integer, got {bad!r}$"):
+            eta_kl(K, [0.5, 0.5], restarts=bad)
