@@ -391,3 +391,24 @@ def test_w_p1_size_limits():
         assert str(err.value) == f"{name} must be an integer in [{lo}, {hi}] (kept small so sympy stays fast), got {bad}"
     with pytest.raises(TheoryError, match=r"^claim must be 'column' \(W Prop\. 1\) or 'row', got 'both'$"):
         derive_w_p1(claim="both")
+
+
+def test_w_p2_report_says_what_was_derived_and_what_matched(w_p2):
+    """The constants W.P2's report prints (claimed c1, c2 and the BMA Hessian 2 c2 I) are read back and checked,
+    and its sentence says which claimed constant matched: yes/yes for W's, NO where a constant is perturbed."""
+    rho = sp.Symbol("rho", real=True)
+    read = lambda key, res=w_p2: sp.sympify(res.constants[key], locals={"rho": rho})  # noqa: E731
+    assert w_p2.name == "W.P2 (Gaussian BMA constants; no bilinear W)"
+    assert sp.simplify(read("claimed_c1") - rho / (1 - rho ** 2)) == 0
+    assert sp.simplify(read("claimed_c2") + rho ** 2 / (2 * (1 - rho ** 2))) == 0
+    hess = sp.Matrix(read("hessian_bma"))
+    assert sp.simplify(hess - 2 * read("c2") * sp.eye(2)) == sp.zeros(2, 2)
+    c1, c2 = w_p2.constants["c1"], w_p2.constants["c2"]
+    head = ("from log N(x_h; rho A^T x_h', (1-rho^2) I) with A = rotation(theta), d = 2: the x_h'-dependent part is "
+            f"c1 x_h'^T A x_h + c2 ||x_h'||^2 with c1 = {c1}, c2 = {c2} (derived; residual 0); match with the claimed "
+            "constants: c1 {}, c2 {}. Hessian in x_h' of the BMA logit = 2 c2 I = ")
+    tail = ", zero only at rho in [0]; of any bilinear x_h'^T W x_h it is 0, so no W reproduces the BMA logits when rho != 0."
+    for res, (m1, m2) in ((w_p2, ("yes", "yes")),
+                          (derive_w_p2(claimed_c2=lambda r: -r ** 2 / (1 - r ** 2)), ("yes", "NO")),
+                          (derive_w_p2(claimed_c1=lambda r: r / (1 + r ** 2)), ("NO", "yes"))):
+        assert res.detail.startswith(head.format(m1, m2)) and res.detail.endswith(tail), res.detail
