@@ -153,8 +153,6 @@ def test_orthogonality_tolerance_is_tied_to_roundoff_an_a_off_by_1e_10_is_not_or
     with max |A^T A - I| ~ 1e-10 does not meet W.P2's assumption (a tolerance widened 1000x would count it).
     At ~6e-9 the identity itself breaks, so an A counted as orthogonal there would FAIL the paper on a matrix
     its statement does not cover (the tolerance was 1e-8 until this test)."""
-    from sim.papers.wei.claims.continuous import ORTHO_TOL
-
     _near_orthogonal(monkeypatch, scale)
     exact = run(W_P2, tiers=("exact",)).tiers[0]
     assert exact.verdict is verdict, exact.summary
