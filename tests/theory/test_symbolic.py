@@ -169,7 +169,14 @@ def test_dpi_binary_with_a_factor_below_one_is_refuted_exactly(kind):
     I = mutual_information(np.array([[0.5, 0.0], [0.0, 0.5]]), kind)
     assert res.holds is False and I > 0
     assert float(sp.sympify(res.residual)) == pytest.approx(I / 2, rel=1e-14)
-    assert res.constants["claimed_factor"] == "1/2" and "a = b = c = e = 0" in res.constants["counterexample"]
+    point, value = "p = 1/2, a = b = c = e = 0 (x = y = z)", res.constants[f"I_{kind}(x;y) = I_{kind}(y;z) = I_{kind}(x;z)"]
+    assert float(sp.sympify(value)) == pytest.approx(I, rel=1e-14)
+    assert res.constants == {"counterexample": point, f"I_{kind}(x;y) = I_{kind}(y;z) = I_{kind}(x;z)": value,
+                             "claimed_factor": "1/2"}
+    assert res.name == f"W.L2 (binary DPI, {kind})"
+    assert res.detail == (f"refuted: with both channels noiseless ({point}) the three {kind} mutual informations are "
+                          f"equal to {value} > 0, so I(x;z) - 1/2 I(y;z) = {res.residual} > 0; a DPI with a factor "
+                          "below 1 fails for every f")
     # a factor short of 1 by round-off is still below 1: read exactly, not rounded
     assert derive_dpi_binary(kind, factor=1 - 3e-10).holds is False
 
@@ -412,3 +419,17 @@ def test_w_p2_report_says_what_was_derived_and_what_matched(w_p2):
                           (derive_w_p2(claimed_c2=lambda r: -r ** 2 / (1 - r ** 2)), ("yes", "NO")),
                           (derive_w_p2(claimed_c1=lambda r: r / (1 + r ** 2)), ("NO", "yes"))):
         assert res.detail.startswith(head.format(m1, m2)) and res.detail.endswith(tail), res.detail
+
+
+def test_dpi_binary_proofs_say_what_they_proved():
+    chi2, tv = derive_dpi_binary("chi2"), derive_dpi_binary("tv")
+    assert (chi2.name, tv.name) == ("W.L2 (binary DPI, chi2)", "W.L2 (binary DPI, tv)")
+    assert chi2.detail == (
+        "chi-square DPI for binary x -> y -> z proved symbolically: both differences equal the stated certificates "
+        "(residuals 0), whose factors are squares or products of parameters in [0, 1] over positive marginals; hence "
+        "I_chi2(x;z) <= min(I_chi2(x;y), I_chi2(y;z)) (W Lemma 2). Assumes interior marginals (px, y, z not point "
+        "masses); otherwise the MI is 0.")
+    assert tv.detail == (
+        "TV DPI for binary x -> y -> z proved symbolically: I_TV(x;z) = |lambda2| I_TV(x;y) <= I_TV(x;y) since "
+        "1 - lambda2^2 = (c+e)(2-c-e) >= 0; I_TV(y;z) - I_TV(x;z) = 2|lambda2|(y0 y1 - |lambda1| px0 px1) >= 0 by the "
+        "two sign-case certificates (every term non-negative on [0,1]^5 in its case).")
