@@ -571,3 +571,16 @@ def test_context_tokens_and_h_of_any_integral_type_and_nothing_else():
         bma_posterior(ctx, PI3, True)
     with pytest.raises(TheoryError, match=r"^context is empty \(shape \(0, 3\)\); it needs L >= 1 examples of length H >= 2$"):
         bma_posterior(np.zeros((0, 3), dtype=int), PI3, 1)
+
+
+def test_posterior_matrix_in_chunks_equals_it_context_by_context(monkeypatch):
+    """The batched matrix is computed in chunks (to bound memory); with chunks of 2 contexts a batch of 7 still
+    gets every row, equal to each context's own matrix."""
+    import theory.bma as bma
+
+    rng = np.random.default_rng(11)
+    pi = rng.dirichlet(np.ones(3), size=3)
+    ctx = rng.integers(0, 3, size=(7, 4, 5))
+    whole = [bma_posterior_matrix(c, pi) for c in ctx]
+    monkeypatch.setattr(bma, "_CHUNK_ENTRIES", 2 * 4 * 5 * 5)  # chunk = 2 contexts
+    np.testing.assert_allclose(bma_posterior_matrix(ctx, pi), np.stack(whole), rtol=1e-13, atol=0)

@@ -317,6 +317,7 @@ def test_w_l1_failure_reports_its_place_counts_and_residual():
     p00, p10, r0 = sp.symbols("p_0_0 p_1_0 r_0")
     assert sp.expand(sp.sympify(res.residual) - p00 ** 4 * r0 ** 2 * (p00 - 1) * (p00 + p10 - 1)) == 0
     ok = derive_w_l1(d=2, H=2, L=1)
+    assert (ok.name, ok.holds, ok.residual) == ("W.L1 (BMA closed form)", True, "0")
     assert ok.constants == {"d": "2", "H": "2", "L": "1", "trees": "1", "contexts": "4", "checks": "4",
                             "prefix_checks": "8"}
     assert ok.detail == ("exact Bayes over all 1 recursive trees on 2 nodes with symbolic pi and root law equals the "
