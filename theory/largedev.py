@@ -350,7 +350,7 @@ def pairwise_error_exact(values, probs, L: int, *, method: str = "auto", log: bo
     L! / prod n_i! * prod p_i^{n_i} * 1{sum n_i v_i >= 0}``, computed in log space. A
     ``-inf`` atom makes ``S_L = -inf``, so only the finite atoms enter (with their
     unnormalised probabilities). Ties: ``S`` counts as ``>= 0`` when
-    ``S >= -TIE_RTOL * L * max |finite value|`` (:data:`TIE_RTOL` = 1e-9; sums that are 0
+    ``S >= -TIE_RTOL * L * max |finite value|`` (``TIE_RTOL = 1e-9``; sums that are 0
     mathematically, e.g. from ``x_h' = x_pa`` or from ``+v`` and ``-v`` atoms, come out as ``+-1e-16``).
 
     Methods (same sum, grouped differently; they cross-check each other):

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["orthogonal_matrix"]
+__all__ = ["ORTHO_TOL", "orthogonal_matrix"]
+
+
+# W.P2 assumes A exactly orthogonal; in float64 "orthogonal" means round-off from it. Haar draws by QR
+# deviate by max |A^T A - I| <= 2e-15 (measured, d <= 64). A deviation delta moves the quadratic part of the
+# BMA logit, c2 x^T (A A^T - I) x, by up to d delta relative, so an A counted as orthogonal must keep
+# d delta far below W.P2's IDENTITY_RTOL (1e-9): at 1e-8 an A with delta = 6e-9 met the assumption and
+# FAILed the identity.
+ORTHO_TOL = 1e-12
 
 
 def orthogonal_matrix(rng: np.random.Generator, d: int, kind: str = "orthogonal") -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 
 from theory import bilinear_logits, gaussian_bma_logits
 
-from sim.papers.wei.task import orthogonal_matrix
+from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix
 from sim.montecarlo import mean_estimate
 from sim.sampling import random_recursive_parents
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, compare,
@@ -23,11 +23,6 @@ __all__ = ["ORTHO_TOL", "IDENTITY_RTOL", "decide_gap", "W_P2", "CLAIMS"]
 
 _ASSUMPTIONS = ("A orthogonal", "0 < |rho| < 1")
 IDENTITY_RTOL = 1e-9
-# W.P2 assumes A exactly orthogonal; in float64 "orthogonal" means round-off from it. Haar draws by QR
-# deviate by max |A^T A - I| <= 2e-15 (measured, d <= 64). A deviation delta moves the quadratic part of the
-# BMA logit, c2 x^T (A A^T - I) x, by up to d delta relative, so an A counted as orthogonal must keep
-# d delta far below IDENTITY_RTOL: at 1e-8 an A with delta = 6e-9 met the assumption and FAILed the identity.
-ORTHO_TOL = 1e-12
 
 
 def _c1(rho):

@@ -14,8 +14,7 @@ import numpy as np
 from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, compare, tier_verdict
 from sim.claims.base import Context
 from sim.claims.inputs import record_matrix
-from sim.papers.wei.claims.continuous import ORTHO_TOL
-from sim.papers.wei.task import orthogonal_matrix
+from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix
 from sim.papers.wei.recipes import W_P2_RECIPE, WRecipe
 from sim.papers.wei.training import (combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, strictly_above,
                        threads_for)
