@@ -8,6 +8,10 @@ from theory.contraction import EtaKL, contraction_report, dobrushin, eta_chi2, e
 from theory.errors import TheoryError
 from theory.information import f_divergence
 
+# A generic 3-state channel and input, shared by the tests that need one fixed case.
+K3 = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+P3 = np.array([0.5, 0.3, 0.2])
+
 
 # ----------------------------------------------------------------------------- strategies
 def prob_vectors(n, min_entry=0.0, allow_zero=False):
@@ -131,8 +135,7 @@ def test_point_mass_input_and_zero_rows():
 
 
 def test_deterministic_given_seed_and_report_keys():
-    K = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
-    p = np.array([0.5, 0.3, 0.2])
+    K, p = K3, P3
     assert eta_kl(K, p, seed=3) == eta_kl(K, p, seed=3)
     rep = contraction_report(K, p)
     assert set(rep) == {"dobrushin", "eta_chi2", "eta_kl_lower", "eta_kl_upper", "eta_kl_estimate"}
@@ -304,8 +307,7 @@ def test_eta_kl_ignores_ratios_of_rounding_errors_near_a_subnormal_input_mass():
 def test_contraction_report_runs_eta_kl_with_its_restarts_and_seed(kwargs):
     """The report's eta_KL entries are eta_kl's at the same restarts and seed (defaults 16 and 0), to the bit:
     the multi-start optimiser's best point moves in the last digits with either."""
-    K = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
-    p = np.array([0.5, 0.3, 0.2])
+    K, p = K3, P3
     res = eta_kl(K, p, **{"restarts": 16, "seed": 0, **kwargs})
     rep = contraction_report(K, p, **kwargs)
     assert (rep["eta_kl_lower"], rep["eta_kl_upper"], rep["eta_kl_estimate"]) == (res.lower, res.upper, res.estimate)
@@ -349,8 +351,7 @@ def test_eta_kl_method_names_its_starts_and_where_the_best_came_from():
     are counted; the best ratio is attributed to one of them (or to eta_chi2 at q -> p)."""
     import re
 
-    K = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
-    p = np.array([0.5, 0.3, 0.2])
+    K, p = K3, P3
     for restarts, seed in ((0, 0), (3, 7)):
         res = eta_kl(K, p, restarts=restarts, seed=seed)
         head, source = res.method.split("; best from: ")

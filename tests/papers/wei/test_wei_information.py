@@ -191,6 +191,6 @@ def test_w_l2_symbolic_tier_refutes_a_halved_dpi_rather_than_proving_w_s(run_cla
     res = run_claim(get("W.L2").variant(factor=0.5), tiers=("symbolic",), **SMALL)
     sym = res.tiers[0]
     assert sym.verdict is Verdict.FAIL, sym.summary
-    assert sym.counterexample["claimed factor"] == "1/2" and sym.counterexample["kind"] == "chi2"
+    assert sym.counterexample["claimed_factor"] == "1/2" and sym.counterexample["kind"] == "chi2"
     assert [r["verdict"] for r in sym.readings] == ["FAIL"] * 4
     assert run_claim(get("W.L2"), tiers=("symbolic",), **SMALL).tiers[0].verdict is Verdict.PASS

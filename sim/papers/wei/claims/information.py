@@ -194,8 +194,7 @@ def _w_l2_symbolic(ctx: Context) -> TierResult:
         if res.holds is not None:
             outcomes.append(Outcome.HELD if res.holds else Outcome.VIOLATED)
         if res.holds is False:
-            refuted.append({"kind": kind, "claimed factor": res.constants.get("claimed_factor", str(factor)),
-                            "residual I(x;z) - factor I(y;z)": res.residual, **res.constants})
+            refuted.append({"kind": kind, "residual I(x;z) - factor I(y;z)": res.residual, **res.constants})
     out = Outcome.VIOLATED if Outcome.VIOLATED in outcomes else Outcome.HELD if outcomes else Outcome.UNDECIDED
     proved = [r["name"].split(", ")[1] for r in readings if r["verdict"] == "PASS"]
     summary = (f"binary x -> y -> z: DPI with factor {factor} refuted symbolically for "
