@@ -178,7 +178,7 @@ class _KLRatio:
         """``(qK, log(qK / r))``; ``delta = q - p`` (accurate near ``p``)."""
         qK = q @ self.K
         dK = delta @ self.K
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore"):
             near = np.abs(dK) < 0.5 * self.r
             lout = np.where(near, np.log1p(np.where(near, dK / self.r, 0.0)), np.log(qK) - self.logr)
         return qK, lout

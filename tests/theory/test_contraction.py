@@ -371,3 +371,106 @@ def test_eta_kl_restarts_and_point_masses():
     for bad in (True, -1, 1.5):
         with pytest.raises(TheoryError, match=rf"^restarts must be a non-negative integer, got {bad!r}$"):
             eta_kl(K, [0.5, 0.5], restarts=bad)
+
+
+# ----------------------------------------------------------------------------- the KL ratio's numerics
+# A channel with one small entry (qK << pK on output 2 at q = delta_0) and a dyadic input that sums to 1
+# exactly, so the 50-digit references below use the same p as float64.
+K_SMALL = np.array([[0.7, 0.3 - 1e-12, 1e-12], [0.2, 0.3, 0.5], [0.25, 0.25, 0.5]])
+P_DYADIC = np.array([0.5, 0.25, 0.25])
+
+
+def _mp_kl_ratio_terms(K, p, q):
+    """50-digit ``(qK, log(qK / pK), KL(qK || pK), KL(q || p))``; float64 entries are taken as exact, and ``q``
+    may be given in mpmath numbers."""
+    import mpmath
+
+    mpmath.mp.dps = 50
+    K = [[mpmath.mpf(v) for v in row] for row in K]
+    p, q = [mpmath.mpf(v) for v in p], [mpmath.mpf(v) for v in q]
+    qK = [sum(q[i] * K[i][j] for i in range(len(p))) for j in range(len(K[0]))]
+    r = [sum(p[i] * K[i][j] for i in range(len(p))) for j in range(len(K[0]))]
+    lout = [mpmath.log(a / b) for a, b in zip(qK, r)]
+    num = sum(a * lo - a + b for a, b, lo in zip(qK, r, lout))
+    den = sum(a * mpmath.log(a / b) - a + b for a, b in zip(q, p) if a > 0)
+    return qK, lout, num, den
+
+
+def test_output_log_ratio_is_accurate_near_p_and_where_qk_is_far_below_pk():
+    """log(qK / pK) to a few ulps relative on both sides of its switch: through log1p((q - p)K / pK) near p,
+    where log(qK) - log(pK) would keep only ~1e-16 / |log ratio| of its digits, and through the direct
+    difference where qK << pK, where 1 + (q - p)K / pK would keep only ~1e-16 / (qK / pK) of them."""
+    from theory.contraction import _KLRatio
+
+    f = _KLRatio(K_SMALL, P_DYADIC)
+    near = P_DYADIC + 1e-7 * np.array([1.0, -0.5, -0.5])  # q - p is exact here (Sterbenz)
+    far = np.array([1.0, 0.0, 0.0])  # qK / pK = 4e-12 on output 2
+    for q in (near, far):
+        _, lout = f._output_log_ratio(q, q - P_DYADIC)
+        _, exact, _, _ = _mp_kl_ratio_terms(K_SMALL, P_DYADIC, q)
+        for got, want in zip(lout, exact):
+            assert got == pytest.approx(float(want), rel=1e-13, abs=0), (q, lout)
+
+
+def test_kl_ratio_near_p_is_accurate_and_not_mistaken_for_round_off():
+    """At logits z ~ 1e-6 (KL(q || p) ~ 1e-13, sixteen orders above the round-off floor ~1e-29) both divergences
+    are accurate to 1e-14 relative against 50 digits (measured: one ulp), and the ratio is returned, not dropped
+    as round-off."""
+    import mpmath
+
+    from theory.contraction import _KLRatio
+
+    f = _KLRatio(K_SMALL, P_DYADIC)
+    z = 1e-6 * np.array([0.3, -1.0, 0.8])
+    num, den, q, _, _ = f.evaluate_z(z)
+    mpmath.mp.dps = 50
+    w = [mpmath.mpf(float(pi)) * mpmath.exp(mpmath.mpf(float(zi))) for pi, zi in zip(P_DYADIC, z)]
+    q_exact = [wi / sum(w) for wi in w]
+    _, _, num_exact, den_exact = _mp_kl_ratio_terms(K_SMALL, P_DYADIC, q_exact)
+    assert num == pytest.approx(float(num_exact), rel=1e-14, abs=0)
+    assert den == pytest.approx(float(den_exact), rel=1e-14, abs=0)
+    assert den > 1e3 * f.roundoff_floor(z)
+    neg_ratio, grad = f.ratio_and_grad(z)
+    assert -neg_ratio == pytest.approx(float(num_exact / den_exact), rel=1e-14, abs=0) and np.any(grad != 0)
+    # an explicit q a relative 1e-6 from p (log q - log p keeps ~10 digits there) also gets its ratio
+    q = P_DYADIC * (1 + 1e-6 * np.array([1.0, -1.0, -1.0]))
+    _, _, num_q, den_q = _mp_kl_ratio_terms(K_SMALL, P_DYADIC, q)
+    assert f.ratio_q(q) == pytest.approx(float(num_q / den_q), rel=1e-8, abs=0)
+
+
+@pytest.mark.parametrize("m", [2, 3, 5])
+def test_kl_ratio_of_a_q_within_a_few_ulps_of_p_is_round_off(m):
+    """q that differs from p by at most 4 ulps per entry: log q - log p is all rounding, so is KL(q || p), and no
+    ratio is reported (measured: such a KL stays below 1/16 of the floor for every m). At z = 0, the same."""
+    from theory.contraction import _KLRatio
+
+    rng = np.random.default_rng(m)
+    for _ in range(200):
+        K, p = rng.dirichlet(np.ones(3), size=m), rng.dirichlet(np.ones(m))
+        q = p.copy()
+        for i, k in enumerate(rng.integers(-4, 5, size=m)):
+            for _ in range(abs(k)):
+                q[i] = np.nextafter(q[i], np.sign(k) * np.inf)
+        f = _KLRatio(K, p)
+        assert f.ratio_q(q) is None, (K, p, q)
+    assert f.ratio_and_grad(np.zeros(m)) == (0.0, pytest.approx(np.zeros(m), abs=0))
+
+
+def test_an_output_no_input_reaches_changes_nothing(recwarn):
+    """Appending an output column of zeros (a symbol pK never emits) leaves every coefficient as it was, to the
+    bit, and raises no floating-point warning: the column is dropped before log(pK) is taken."""
+    K, p = bsc(0.1), np.array([0.2, 0.8])
+    K0 = np.hstack([K, np.zeros((2, 1))])
+    assert eta_kl(K0, p) == eta_kl(K, p)
+    assert (dobrushin(K0), eta_chi2(K0, p)) == (dobrushin(K), eta_chi2(K, p))
+    assert not recwarn.list, [str(w.message) for w in recwarn.list]
+
+
+def test_vertices_with_zero_output_mass_raise_no_warning(recwarn):
+    """A vertex delta_x whose row has zeros gives qK = 0 there (log(qK / pK) = -inf, the term pK): evaluated
+    exactly, without a divide-by-zero warning."""
+    K = np.array([[0.6, 0.4, 0.0], [0.0, 0.3, 0.7]])  # binary erasure-like: disjoint support corners
+    res = eta_kl(K, [0.3, 0.7])
+    assert 0.0 < res.lower <= res.upper
+    assert "vertex" in res.method or "eta_chi2" in res.method
+    assert not recwarn.list, [str(w.message) for w in recwarn.list]
