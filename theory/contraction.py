@@ -238,6 +238,57 @@ class _KLRatio:
         return -ratio, -grad
 
 
+# The start along the top singular direction moves each p_x by at most this fraction of itself
+# (small enough that the KL ratio there is eta_chi2 to first order), and the vertex-p mixtures.
+_SINGULAR_STEP = 1e-3
+_MIXTURE_WEIGHTS = (1e-6, 0.1, 0.5, 0.9)
+
+
+def _eta_kl_starts(K_S: np.ndarray, p_S: np.ndarray, S: np.ndarray, *, restarts: int, seed: int):
+    """The points :func:`eta_kl` evaluates, in order, as ``(label, kind, point)``.
+
+    ``kind = "vertex"``: ``point`` is the law ``delta_x`` itself (its ratio is evaluated exactly);
+    ``kind = "logits"``: ``point`` is a start ``z`` for the optimiser, ``q = softmax(log p_S + z)``,
+    clipped to ``[-_LOGIT_BOUND, _LOGIT_BOUND]``. ``S`` gives the labels' state numbers.
+
+    1. ``z = +-_SINGULAR_STEP u``, ``u = v / sqrt(p_S)`` scaled to ``max |u| = 1``, with ``v`` the top
+       left singular vector of ``diag(sqrt p) K diag(1/sqrt pK)`` once its trivial pair is deflated
+       (so ``sum p u = 0`` and the chi2 ratio of ``p (1 + z)`` is ``eta_chi2`` exactly); only when
+       ``pK`` has two or more outputs;
+    2. per state ``x`` of ``S``: the vertex ``delta_x``, then ``z = log((1 - t) delta_x + t p) - log p``
+       for ``t`` in ``_MIXTURE_WEIGHTS``;
+    3. ``restarts`` draws ``q ~ Dirichlet(1)`` from ``np.random.default_rng(seed)`` (floored at 1e-300),
+       ``z = log q - log p``.
+    """
+    starts = []
+
+    def logits(label: str, z: np.ndarray) -> None:
+        starts.append((label, "logits", np.clip(z, -_LOGIT_BOUND, _LOGIT_BOUND)))
+
+    m = S.size
+    B, sp_, sr, _, _, _ = _chi2_operator(K_S, p_S)
+    if B.shape[1] > 1:
+        U, _, _ = np.linalg.svd(B - np.outer(sp_, sr))
+        direction = U[:, 0] / sp_  # u = (q - p)/p with sum p u = 0
+        direction /= np.abs(direction).max()
+        logits("singular direction (+)", _SINGULAR_STEP * direction)
+        logits("singular direction (-)", -_SINGULAR_STEP * direction)
+    for i in range(m):
+        vertex = np.zeros(m)
+        vertex[i] = 1.0
+        starts.append((f"vertex delta_{int(S[i])}", "vertex", vertex))
+        for t in _MIXTURE_WEIGHTS:
+            q = t * p_S
+            q[i] += 1.0 - t
+            with np.errstate(divide="ignore"):  # t p may underflow to 0; the start is clipped
+                logits(f"mixture (1-t) delta_{int(S[i])} + t p, t={t:g}", np.log(q) - np.log(p_S))
+    rng = np.random.default_rng(seed)
+    for k in range(restarts):
+        q = np.maximum(rng.dirichlet(np.ones(m)), 1e-300)
+        logits(f"Dirichlet start {k}", np.log(q) - np.log(p_S))
+    return starts
+
+
 def eta_kl(K, p, *, restarts: int = 16, seed: int = 0) -> EtaKL:
     """Bracket and estimate ``eta_KL(K, p) = sup_{q != p, q << p} KL(qK || pK) / KL(q || p)``.
 
@@ -288,46 +339,25 @@ def eta_kl(K, p, *, restarts: int = 16, seed: int = 0) -> EtaKL:
     f = _KLRatio(K_S, p_S)
     m = S.size
 
-    best = {"ratio": -np.inf, "start": "none", "n_starts": 0}
+    best = {"ratio": -np.inf, "start": None}
 
     def record(ratio: float, label: str) -> None:
         if np.isfinite(ratio) and ratio > best["ratio"]:
             best["ratio"], best["start"] = ratio, label
 
-    def run_from(z0: np.ndarray, label: str) -> None:
-        z0 = np.clip(z0, -_LOGIT_BOUND, _LOGIT_BOUND)
-        best["n_starts"] += 1
-        val0, _ = f.ratio_and_grad(z0)
+    starts = _eta_kl_starts(K_S, p_S, S, restarts=restarts, seed=seed)
+    for label, kind, point in starts:
+        if kind == "vertex":
+            ratio = f.ratio_q(point)
+            if ratio is not None:
+                record(ratio, label)
+            continue
+        val0, _ = f.ratio_and_grad(point)
         record(-val0, label)
-        res = minimize(f.ratio_and_grad, z0, jac=True, method="BFGS", options={"maxiter": 300})
+        res = minimize(f.ratio_and_grad, point, jac=True, method="BFGS", options={"maxiter": 300})
         val, _ = f.ratio_and_grad(res.x)
         record(-val, label + " + BFGS")
-
-    # 1. Near p along the top non-trivial singular direction.
-    B, sp_, sr, _, _, _ = _chi2_operator(K_S, p_S)
-    if B.shape[1] > 1:
-        U, s, _ = np.linalg.svd(B - np.outer(sp_, sr))
-        direction = U[:, 0] / sp_  # u = (q - p)/p with sum p u = 0
-        direction /= np.abs(direction).max()
-        for sign in (1.0, -1.0):
-            run_from(sign * 1e-3 * direction, f"singular direction ({'+' if sign > 0 else '-'})")
-    # 2. Vertices (exact) and mixtures with p.
-    for i in range(m):
-        vertex = np.zeros(m)
-        vertex[i] = 1.0
-        ratio = f.ratio_q(vertex)
-        if ratio is not None:
-            record(ratio, f"vertex delta_{int(S[i])}")
-        for t in (1e-6, 0.1, 0.5, 0.9):
-            q = t * p_S
-            q[i] += 1.0 - t
-            with np.errstate(divide="ignore"):  # t p may underflow to 0; the start is clipped
-                run_from(np.log(q) - np.log(p_S), f"mixture (1-t) delta_{int(S[i])} + t p, t={t:g}")
-    # 3. Random Dirichlet(1) points.
-    rng = np.random.default_rng(seed)
-    for k in range(restarts):
-        q = np.maximum(rng.dirichlet(np.ones(m)), 1e-300)
-        run_from(np.log(q) - np.log(p_S), f"Dirichlet start {k}")
+    n_starts = sum(kind == "logits" for _, kind, _ in starts)
 
     lower = max(chi2, best["ratio"])
     # A ratio can exceed the Dobrushin bound only by round-off (each term is accurate to ~1e-15).
@@ -336,7 +366,7 @@ def eta_kl(K, p, *, restarts: int = 16, seed: int = 0) -> EtaKL:
             f"internal error: KL ratio {lower!r} exceeds the Dobrushin bound {upper!r}; please report K and p")
     lower = min(lower, upper)
     source = "eta_chi2 (limit q -> p)" if chi2 >= best["ratio"] else best["start"]
-    method = (f"max of eta_chi2 and the KL ratios at {m} vertices and {best['n_starts']} optimiser starts "
+    method = (f"max of eta_chi2 and the KL ratios at {m} vertices and {n_starts} optimiser starts "
               f"(singular direction, vertex-p mixtures, {restarts} Dirichlet(1) with seed={seed}), "
               f"each refined by BFGS on logits; best from: {source}")
     return EtaKL(estimate=float(lower), lower=float(lower), upper=float(upper), method=method)

@@ -474,3 +474,68 @@ def test_vertices_with_zero_output_mass_raise_no_warning(recwarn):
     assert 0.0 < res.lower <= res.upper
     assert "vertex" in res.method or "eta_chi2" in res.method
     assert not recwarn.list, [str(w.message) for w in recwarn.list]
+
+
+# ----------------------------------------------------------------------------- eta_kl's starts
+@pytest.mark.parametrize("K, p", [(K3, P3), (bsc(0.1), np.array([0.2, 0.8])),
+                                  (np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([0.5, 0.5]))],
+                         ids=["3x3", "bsc", "one-output"])
+def test_eta_kl_starts_are_the_documented_points(K, p):
+    """The points eta_kl evaluates are those its docstring lists, in order: +-1e-3 u along the top singular
+    direction (max |u| = 1, sum p u = 0, and the chi2 ratio of p (1 + 1e-3 u) is eta_chi2 itself; none when pK
+    has one output), then per state the vertex and the four vertex-p mixtures, then the seeded Dirichlet draws."""
+    from theory.contraction import _eta_kl_starts
+
+    m, restarts, seed = len(p), 2, 5
+    starts = _eta_kl_starts(K, p, np.arange(m), restarts=restarts, seed=seed)
+    one_output = np.count_nonzero(p @ K) == 1
+    labels = ([] if one_output else ["singular direction (+)", "singular direction (-)"])
+    for i in range(m):
+        labels += [f"vertex delta_{i}"] + [f"mixture (1-t) delta_{i} + t p, t={t:g}" for t in (1e-6, 0.1, 0.5, 0.9)]
+    labels += [f"Dirichlet start {k}" for k in range(restarts)]
+    assert [label for label, _, _ in starts] == labels
+    assert [kind for _, kind, _ in starts] == ["vertex" if lb.startswith("vertex") else "logits" for lb in labels]
+    points = dict((label, point) for label, _, point in starts)
+    if not one_output:
+        z = points["singular direction (+)"]
+        assert np.array_equal(points["singular direction (-)"], -z) and np.abs(z).max() == 1e-3
+        assert abs(p @ z) < 1e-17
+        dq = (p * z) @ K  # q - p = p z exactly for q = p (1 + z): the chi2 ratio is a Rayleigh quotient
+        chi2_ratio = np.sum(dq ** 2 / (p @ K)) / np.sum((p * z) ** 2 / p)
+        assert chi2_ratio == pytest.approx(eta_chi2(K, p), rel=1e-12, abs=0)
+    for i in range(m):
+        assert np.array_equal(points[f"vertex delta_{i}"], np.eye(m)[i])
+        for t in (1e-6, 0.1, 0.5, 0.9):
+            w = p * np.exp(points[f"mixture (1-t) delta_{i} + t p, t={t:g}"])
+            np.testing.assert_allclose(w / w.sum(), (1 - t) * np.eye(m)[i] + t * p, rtol=1e-14)
+    rng = np.random.default_rng(seed)
+    for k in range(restarts):
+        expected = np.log(np.maximum(rng.dirichlet(np.ones(m)), 1e-300)) - np.log(p)
+        assert np.array_equal(points[f"Dirichlet start {k}"], expected)
+
+
+def test_eta_kl_starts_are_clipped_to_the_logit_box():
+    """An input mass of 1e-320: the mixture t = 1e-6 away from it puts t p = 0 there (logit -inf) and the one on it
+    a logit of ~737; both are clipped to [-40, 40], and eta_kl still brackets."""
+    from theory.contraction import _eta_kl_starts
+
+    K = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    p = np.array([0.6, 0.4, 1e-320])
+    starts = _eta_kl_starts(K, p, np.arange(3), restarts=0, seed=0)
+    z = np.concatenate([point for _, kind, point in starts if kind == "logits"])
+    assert np.all(np.isfinite(z)) and z.min() == -40.0 and z.max() == 40.0
+    res = eta_kl(K, p)
+    assert eta_chi2(K, p) <= res.lower <= res.upper
+
+
+def test_z_channel_with_uniform_input_attains_eta_kl_at_a_vertex():
+    """K = [[1, 0], [1/2, 1/2]], p uniform: the sup is at q = delta_0, KL((1, 0) || (3/4, 1/4)) / log 2 = log2(4/3)
+    (a grid of 2e4 points over q finds nothing above it), and eta_kl names that vertex as its source."""
+    K, p = np.array([[1.0, 0.0], [0.5, 0.5]]), np.array([0.5, 0.5])
+    res = eta_kl(K, p)
+    assert res.lower == pytest.approx(np.log2(4 / 3), rel=1e-14, abs=0)
+    assert res.method.endswith("best from: vertex delta_0")
+    ts = np.linspace(0.0, 1.0, 200001)[1:]
+    ts = ts[np.abs(ts - 0.5) > 1e-6]
+    grid = max(kl_ratio(K, p, np.array([t, 1 - t])) for t in ts[::10])
+    assert grid <= res.lower + 1e-12 and eta_chi2(K, p) < res.lower - 0.05
