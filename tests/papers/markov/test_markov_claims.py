@@ -171,6 +171,15 @@ def test_g1_within_the_error_is_inconclusive(run_claim, runs):
     assert res.verdict is Verdict.INCONCLUSIVE and tier(res, "trained").budget
 
 
+def test_g1_without_mlp_blocks_is_assumption_unmet(run_claim, runs):
+    """G's result is for two-layer transformers with MLPs: the same runs with mlp=False are outside it."""
+    runs(g1_run("M2", "G2"))
+    assert run_claim(G_1, **G1_SMALL).verdict is Verdict.PASS
+    res = run_claim(G_1, mlp=False, **G1_SMALL)
+    assert res.verdict is Verdict.ASSUMPTION_UNMET
+    assert not all(a.holds for a in tier(res, "trained").assumptions)
+
+
 def test_g1_with_a_prior_that_is_not_dirichlet_is_assumption_unmet(run_claim, runs):
     runs(g1_run("M2", "G2"))
     res = run_claim(G_1, prior=Floor(Dirichlet(1.0), gamma=0.3), **G1_SMALL)
@@ -401,6 +410,14 @@ def test_offset_law_fit_recovers_the_exponent_and_judges_it():
     assert three["b"] is None and judge_law(three, 1.0, 3.0, 0.2)[0] is Outcome.UNDECIDED
 
 
+def test_a_crossing_that_falls_with_n_but_not_significantly_is_undecided():
+    """Flat crossings with noise: the fitted slope -0.004 +- 0.010 is negative but within its error, so the law
+    is UNDECIDED, not VIOLATED (a tau that does not grow is refuted only beyond z standard errors)."""
+    fit = fit_offset_law([(16, 101.0), (16, 99.0), (32, 100.6), (32, 99.2), (64, 100.4), (64, 98.9)])
+    assert fit["slope"] < 0 and fit["slope"] + 3.0 * fit["slope_se"] > 0
+    assert judge_law(fit, 1.0, 3.0, 0.2)[0] is Outcome.UNDECIDED
+
+
 # ---------------------------------------------------------------------------- E.1 --
 E_STAGES = ("uniform", "unigram", "bigram")
 
@@ -495,6 +512,31 @@ def test_e1_with_fixed_chains_is_assumption_unmet(run_claim, runs):
     res = run_claim(E_1, seeds=(0,), K=8)
     t = tier(res, "trained")
     assert res.verdict is Verdict.ASSUMPTION_UNMET and t.conclusion_without_assumptions.startswith("held")
+
+
+def test_e1_a_stage_nearest_only_within_its_error_is_not_reached(run_claim, runs):
+    """At step 100 unigram is nearest by 0.01, one s.e.: that is not a stage reached, so the run never shows
+    unigram and E.1 cannot PASS on it (INCONCLUSIVE: more evaluation could decide)."""
+    def within_error(p):
+        rec = fake_record(["uniform", "unigram", "bigram", "bigram"], strategies=E_STAGES)
+        ood = rec["eval"]["ood"]
+        ood["uniform"][1] = ood["bigram"][1] = ood["unigram"][1] + 0.01
+        return rec
+    runs(within_error)
+    res = run_claim(E_1, seeds=(0,))
+    assert res.verdict is Verdict.INCONCLUSIVE, tier(res, "trained").summary
+
+
+def test_e1_uninformative_unigram_statistics_are_assumption_unmet(run_claim, runs):
+    """E's setting needs the unigram strategy to beat the uniform one (informative unigram statistics); with
+    their losses equal the stages are not E's, whatever order the run shows."""
+    def uninformative(p):
+        rec = fake_record(["uniform", "unigram", "bigram", "bigram"], strategies=E_STAGES)
+        rec["strategy_loss"]["ood"]["uniform"] = rec["strategy_loss"]["ood"]["unigram"]
+        return rec
+    runs(uninformative)
+    res = run_claim(E_1, seeds=(0,))
+    assert res.verdict is Verdict.ASSUMPTION_UNMET, tier(res, "trained").summary
 
 
 # ---------------------------------------------------------------- controls' sets --

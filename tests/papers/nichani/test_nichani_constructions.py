@@ -156,6 +156,19 @@ def test_k8_a_limit_that_is_not_the_constructions_fails_the_exact_tier(tmp_path)
     assert t.counterexample["max |readout - limit|"] > t.counterexample["bound + round-off at this beta"]
 
 
+def test_k8_a_construction_slower_than_its_proven_bound_fails_though_its_limit_is_right(tmp_path):
+    """The construction at (beta1/4, beta2/4) has the same beta -> inf limit, reached more slowly: the exact tier
+    checks the proven bound at every beta of the schedule, so it FAILs where the gap exceeds the bound at an
+    intermediate beta, not only at the largest."""
+    build = lambda par, S, b1, b2, **kw: nichani_construction(par, S, b1 / 4, b2 / 4, **kw)  # noqa: E731
+    res = _run(get("N.K8").variant(construction=build), tmp_path, **{**K8_SMALL, "tiers": ("exact",)})
+    t = _tier(res, "exact")
+    assert res.verdict is Verdict.FAIL
+    cex = t.counterexample
+    assert cex["max |readout - limit|"] > cex["bound + round-off at this beta"]
+    assert cex["(beta1, beta2)"][1] < 4096  # the bound breaks before the schedule's end (betas up to 4096 here)
+
+
 def test_k8_a_smoothed_estimator_fails(tmp_path):
     def smoothed(x, tree, S):
         est, ok = empirical_transition_estimator(x, tree, S)
@@ -266,3 +279,25 @@ def test_k8_limit_is_reached_only_when_the_proven_bound_is_below_limit_tol(tmp_p
     assert _tier(short, "exact").verdict is Verdict.INCONCLUSIVE
     full = _run(get("N.K8"), tmp_path, **{**K8_SMALL, "tiers": ("exact",)})
     assert _tier(full, "exact").verdict is Verdict.PASS
+
+
+def _head_swapped_map(model):
+    """The right map with the two heads of a one-layer model swapped, and their W_O blocks with them: the same
+    function of the prompt (the blocks are summed), but each head's attention pattern now sits on the other head."""
+    dis = to_disentangled(model)
+    A = [a.detach().clone() for a in dis.A]
+    d0 = dis.widths[0]
+    W = dis.W_O.detach()
+    assert len(A) == 1 and A[0].shape[0] == 2 and W.shape[1] == 3 * d0
+    return DisentangledTransformer(dis.S, dis.T, [A[0][[1, 0]]],
+                                   torch.cat([W[:, :d0], W[:, 2 * d0:3 * d0], W[:, d0:2 * d0]], dim=1))
+
+
+def test_k7_a_map_with_the_same_outputs_but_other_attention_patterns_fails(tmp_path):
+    """N.K7 maps the model, not only its function: the head-swapped map reproduces the outputs to round-off, and
+    FAILs on the attention patterns."""
+    res = _run(get("N.K7").variant(to_disentangled=_head_swapped_map), tmp_path, heads=((2,),))
+    t = res.tiers[0]
+    assert t.verdict is Verdict.FAIL
+    cex = t.counterexample
+    assert cex["max |difference| over all prompts"] < 1e-12 and cex["max |attention pattern difference|"] > 0.1

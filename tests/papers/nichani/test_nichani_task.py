@@ -13,7 +13,7 @@ from sim.papers.nichani.task import N_ALPHA, N_S, N_T, n_graph
 from sim.papers.nichani.claims.task_laws import _rank_gof, sampler_query_from_mu, sampler_uniform_roots
 from sim.priors import Dirichlet, Floor
 from sim.runner import RunConfig, evaluate_claim
-from sim.sampling import dirichlet_rows
+from sim.sampling import categorical, dirichlet_rows, sample_n_prompts
 from theory.markov import stationary_batch
 from sim.verdict import FindingKind, Verdict
 from theory.dirichlet import add_alpha_batch, add_alpha_predictive, bayes_quadrature_s2, dirichlet_row_entropy
@@ -125,6 +125,7 @@ def test_default_passes_and_reports_the_reference_code_findings(tmp_path):
 @pytest.mark.parametrize("wrong", [
     lambda a, S: special.digamma(S * a) - special.digamma(a),  # the "+1" dropped
     lambda a, S: dirichlet_row_entropy(a, S) * (1 + 1e-10),  # off by 1e-10 relative: beyond round-off
+    lambda a, S: dirichlet_row_entropy(a, S) * (1 + 1e-12),  # ~40x the quadrature's error + 64 ulps
     lambda a, S: float(np.log(S)),  # the entropy of the uniform row
 ])
 def test_a_wrong_lstar_formula_fails_the_primary_reading(tmp_path, wrong):
@@ -134,14 +135,29 @@ def test_a_wrong_lstar_formula_fails_the_primary_reading(tmp_path, wrong):
     assert ex.counterexample["check"] == "L* formula vs N's definition"
 
 
+def test_an_lstar_within_round_off_of_the_quadrature_passes(tmp_path):
+    """The tolerance is the quadrature's own error bound plus 64 ulps: the formula moved by 1e-15 relative (a few
+    ulps) still PASSes, while 1e-12 relative (above) FAILs."""
+    res = _run(get("N.T").variant(lstar=lambda a, S: dirichlet_row_entropy(a, S) * (1 + 1e-15)), tmp_path,
+               tiers=("exact",))
+    assert _tier(res, "exact").verdict is Verdict.PASS
+
+
 def test_a_wrong_lstar_formula_fails_the_montecarlo_tier_too(tmp_path):
     wrong = get("N.T").variant(lstar=lambda a, S: special.digamma(S * a) - special.digamma(a))
     mc = _tier(_run(wrong, tmp_path, tiers=("montecarlo",)), "montecarlo")
     assert mc.verdict is Verdict.FAIL and mc.counterexample["check"] == "L* formula vs Monte Carlo"
 
 
+def sampler_target_from_the_previous_token(rng, pis, tree):
+    """A wrong sampler: the prompt is N's, but the target y ~ pi(s_{T-1}, .) (the token before the query)."""
+    x, _ = sample_n_prompts(rng, pis, tree)
+    return x, categorical(rng.random(x.shape[0]), pis[np.arange(x.shape[0]), x[:, -2]])
+
+
 @pytest.mark.parametrize("sampler,check", [(sampler_uniform_roots, "non-query root"),
-                                           (sampler_query_from_mu, "query")])
+                                           (sampler_query_from_mu, "query"),
+                                           (sampler_target_from_the_previous_token, "target")])
 def test_wrong_samplers_fail_the_primary_reading(tmp_path, sampler, check):
     res = _run(get("N.T").variant(sampler=sampler), tmp_path)
     mc = _tier(res, "montecarlo")

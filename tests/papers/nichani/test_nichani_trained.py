@@ -359,6 +359,16 @@ def test_family_outcome_uses_the_seeds_spread_with_a_t_quantile():
     assert family_outcome([0.55], [0.02], 0.5, 3.0).outcome is Outcome.UNDECIDED
 
 
+def test_family_outcome_combines_the_models_measurement_errors_as_the_error_of_their_mean():
+    """n models each measured with error se: their mean carries sqrt(n se^2) / n = se / sqrt(n). Three models at
+    0.45 (no spread) with se = 0.02: the mean's upper end 0.45 + 3 x 0.0115 = 0.485 is below 0.5 (VIOLATED);
+    with se = 0.04 it is 0.519 (UNDECIDED)."""
+    res = family_outcome([0.45] * 3, [0.02] * 3, 0.5, 3.0)
+    assert res.outcome is Outcome.VIOLATED
+    assert res.margin == pytest.approx(0.45 + 3.0 * 0.02 / np.sqrt(3) - 0.5, rel=1e-12)
+    assert family_outcome([0.45] * 3, [0.04] * 3, 0.5, 3.0).outcome is Outcome.UNDECIDED
+
+
 def test_ns_own_many_graphs_output_meets_the_primary_reading_and_misses_the_stricter_one():
     """N's 20 graphs (many_graphs.ipynb): each graph's mean attention on the parent is a majority,
     while 5 of them have a position at or below 0.22 on the parent (the per-position argmax finding)."""

@@ -71,13 +71,21 @@ def test_a_column_shifted_W_still_passes(run):
     assert res.verdict is Verdict.PASS
 
 
-def test_claimed_rate_four_is_a_failing_finding_not_the_verdict(run):
-    res = run(W_T1.variant(rate=4.0), tiers=("exact",))
+@pytest.mark.parametrize("claimed", [4.0, 2.5, 1.5])
+def test_a_wrong_claimed_rate_is_a_failing_finding_not_the_verdict(run, claimed):
+    """The fitted rates sit within rate_tol = 0.1 of 2; a claim 0.5 off (five tolerances) is refuted as a finding."""
+    res = run(W_T1.variant(rate=claimed), tiers=("exact",))
     assert res.verdict is Verdict.PASS  # W states the limit, not the rate
     rate = next(f for f in res.tiers[0].findings if f.kind is FindingKind.STRICTER)
     assert rate.verdict is Verdict.FAIL
     cex = rate.counterexample
-    assert cex["claimed rate"] == 4.0 and abs(cex["fitted rate"] - 2) < 0.1
+    assert cex["claimed rate"] == claimed and abs(cex["fitted rate"] - 2) < 0.1
+
+
+def test_the_rate_two_is_a_passing_finding(run):
+    res = run(W_T1, tiers=("exact",))
+    rate = next(f for f in res.tiers[0].findings if f.kind is FindingKind.STRICTER)
+    assert rate.verdict is Verdict.PASS and rate.counterexample is None
 
 
 @pytest.mark.parametrize("tier", ["exact", "montecarlo"])

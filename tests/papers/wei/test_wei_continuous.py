@@ -172,3 +172,15 @@ def test_an_a_orthogonal_to_the_tolerance_keeps_the_identity_within_its_own(run,
     assert exact.verdict is Verdict.PASS, exact.summary
     spread = next(n for n in exact.numbers if n.name.startswith("max relative spread"))
     assert spread.value < IDENTITY_RTOL / 100
+
+
+def test_the_no_bilinear_check_uses_min_residual(run):
+    """The bilinear fit's smallest relative residual is compared with the min_residual setting: the same contexts
+    PASS with the threshold 1% below the measured residual and FAIL with it 1% above."""
+    base = run(W_P2, tiers=("exact",)).tiers[0]
+    residual = next(n.value for n in base.numbers if n.name.startswith("least-squares bilinear fit"))
+    assert base.verdict is Verdict.PASS and residual > 1e-2
+    assert run(W_P2, tiers=("exact",), min_residual=0.99 * residual).verdict is Verdict.PASS
+    res = run(W_P2, tiers=("exact",), min_residual=1.01 * residual)
+    assert res.verdict is Verdict.FAIL
+    assert res.tiers[0].counterexample["required residual >"] == pytest.approx(1.01 * residual)

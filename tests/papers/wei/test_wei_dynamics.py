@@ -344,3 +344,11 @@ def test_montecarlo_decision_requires_the_claimed_lead():
     below = decide_gradient(g, exact, claimed, 3.0, 0, required={h: 0.5 * m for h, m in margins.items()})
     above = decide_gradient(g, exact, claimed, 3.0, 0, required={h: 2.0 * m for h, m in margins.items()})
     assert below["outcome_argmax"] is Outcome.HELD and above["outcome_argmax"] is Outcome.VIOLATED
+
+
+def test_montecarlo_tier_passes_the_claimed_lead_on_to_its_decision(run):
+    """The Monte Carlo tier asks each parent to lead by lead x I_chi2(x_h; x_pa)/h: W's lead 0 PASSes, a lead of
+    10 units FAILs it (a tier that dropped the requirement would PASS both)."""
+    assert run(W_T3, tiers=("montecarlo",)).verdict is Verdict.PASS
+    res = run(W_T3.variant(lead=10.0), tiers=("montecarlo",))
+    assert res.verdict is Verdict.FAIL, res.tiers[0].summary

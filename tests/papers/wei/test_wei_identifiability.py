@@ -11,8 +11,8 @@ import pytest
 
 from sim.papers.wei.claims.identifiability import (WINDOWS_T, W_T2, _at_least_zero, _band, _band_bounds,
                                                    _decay_check, _fit_bias_bound, _is_estimate, _lattice,
-                                                   _log_prefactor, _pairwise_hits, _rate_check, _second_order,
-                                                   _select_decay_pair, _support_gap_bound, _wls_rate)
+                                                   _log_prefactor, _map_exponent_outcome, _pairwise_hits, _rate_check,
+                                                   _second_order, _select_decay_pair, _support_gap_bound, _wls_rate)
 from sim.priors import Point
 from sim.verdict import FindingKind, Outcome, Verdict
 from theory import CausalTree, bahadur_rao_prefactor, chernoff_exponent, llr_law, pairwise_error_exact
@@ -133,6 +133,14 @@ def test_wls_rate_and_rate_check_logic():
     assert _rate_check(0.0200, 1e-4, 0.02, 1e-4, 3.0, 0.002) is Outcome.HELD
     assert _rate_check(0.0210, 1e-4, 0.02, 1e-4, 3.0, 0.002) is Outcome.VIOLATED  # beyond 3 s.e. + bias
     assert _rate_check(0.0200, 1e-3, 0.02, 1e-4, 3.0, 0.002) is Outcome.UNDECIDED  # consistent, not resolved
+
+
+def test_rate_check_allows_the_fits_bias_bound_besides_the_statistical_error():
+    """A measured rate 3e-4 from the claim with a negligible s.e.: within a bias bound of 1e-3 it is HELD, beyond
+    a bias bound of 1e-4 VIOLATED; and a bias bound wider than the resolution leaves it UNDECIDED."""
+    assert _rate_check(0.0203, 1e-6, 0.02, 1e-3, 3.0, 0.01) is Outcome.HELD
+    assert _rate_check(0.0203, 1e-6, 0.02, 1e-4, 3.0, 0.01) is Outcome.VIOLATED
+    assert _rate_check(0.0203, 1e-6, 0.02, 1e-3, 3.0, 5e-4) is Outcome.UNDECIDED
 
 
 def test_second_order_coefficient_is_the_limit_of_the_exact_correction_on_a_lattice():
@@ -356,3 +364,12 @@ def test_logp_roundoff_allowance_covers_the_float64_error_of_log_p_and_is_no_wid
             assert rel <= LOGP_RTOL, (v, p, L, rel)
             worst = max(worst, rel)
     assert LOGP_RTOL <= 1000 * worst, worst
+
+
+def test_a_positions_map_exponent_is_its_hardest_competitors():
+    """The MAP error decays at the smallest competitor exponent: one competitor at 0 (or within 1e-12 of it) makes
+    the position VIOLATED whatever the others; all positive gives HELD with the smallest as the margin."""
+    assert _map_exponent_outcome({0: 0.3, 2: 0.0}) == (Outcome.VIOLATED, 0.0)
+    assert _map_exponent_outcome({0: 0.3, 2: 5e-13})[0] is Outcome.VIOLATED
+    assert _map_exponent_outcome({0: 0.3, 2: 0.1}) == (Outcome.HELD, 0.1)
+    assert _map_exponent_outcome({0: 0.3, 2: -0.1}) == (Outcome.VIOLATED, -0.1)

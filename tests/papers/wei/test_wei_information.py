@@ -21,6 +21,7 @@ def test_w_l2_passes(run_claim):
 def test_w_l2_halved_dpi_fails_with_recheckable_counterexample(run_claim):
     res = run_claim(get("W.L2").variant(factor=0.5), tiers=("exact", "property"), **SMALL)
     assert res.verdict is Verdict.FAIL
+    assert [t.verdict for t in res.tiers] == [Verdict.FAIL, Verdict.FAIL]  # each tier applies the factor
     cex = next(t for t in res.tiers if t.tier == "exact").counterexample
     joint_hp = pairwise_joint(np.array(cex["pi"]), cex["parents"], cex["h"], cex["h_prime"],
                               root=None if cex["root_law"] == "stationary" else cex["root_law"])
@@ -194,3 +195,20 @@ def test_w_l2_symbolic_tier_refutes_a_halved_dpi_rather_than_proving_w_s(run_cla
     assert sym.counterexample["claimed_factor"] == "1/2" and sym.counterexample["kind"] == "chi2"
     assert [r["verdict"] for r in sym.readings] == ["FAIL"] * 4
     assert run_claim(get("W.L2"), tiers=("symbolic",), **SMALL).tiers[0].verdict is Verdict.PASS
+
+
+@pytest.mark.parametrize("cid, per_pair", [("W.L2", 4), ("W.L3", 1), ("W.L4", 1)])
+def test_exact_tiers_check_every_earlier_non_parent_position(run_claim, cid, per_pair):
+    """Each position h has one parent among 0..h-1, so a tree on H nodes has (H-1)(H-2)/2 pairs (h, h' != pa(h)),
+    h' < h; the exact tiers check all of them, per matrix, tree and root law (W.L2: per divergence too), whatever
+    the tree (a loop that stopped at h' = h - 2 would skip h' = h - 1 wherever it is not the parent)."""
+    import re
+
+    H, n_matrices, dims = 6, 2, (2, 3)
+    res = run_claim(get(cid), tiers=("exact",), n_matrices=n_matrices, dims=dims, H=H)
+    n_instances = len(dims) * n_matrices * 2  # one tree per matrix, stationary and uniform root laws
+    expected = n_instances * (H - 1) * (H - 2) // 2 * per_pair
+    assert re.search(rf"of {expected} instances", res.tiers[0].summary), res.tiers[0].summary
+    if cid == "W.L4":  # the finding on sparse pi walks the same pairs
+        outside = next(f for f in res.tiers[0].findings if f.kind is FindingKind.OUTSIDE)
+        assert outside.numbers[0].n == expected

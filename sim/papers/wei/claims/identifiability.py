@@ -459,6 +459,15 @@ def _decay_check(pair, claimed_fn, Ls, rel_tol):
     return out, rec, numbers, finding, budget
 
 
+def _map_exponent_outcome(claimed: dict) -> tuple[Outcome, float]:
+    """``(outcome, exponent)`` of a position from the claimed exponent of each competitor: the MAP error is
+    dominated by its hardest competitor, so its exponent is ``min_c claimed[c]``, which must be > 0 (an
+    exponent of 0, to 1e-12, is no decay: VIOLATED)."""
+    claimed_map = min(claimed.values())
+    out = compare(claimed_map, 0.0, tol=1e-12)
+    return (Outcome.VIOLATED if out is Outcome.UNDECIDED else out), claimed_map
+
+
 def _w_t2_exact(ctx: Context) -> TierResult:
     s = ctx.settings
     claimed_fn = ctx.params["exponent"]
@@ -481,10 +490,8 @@ def _w_t2_exact(ctx: Context) -> TierResult:
             rates = sorted(m.rates.values())
             n_pos += 1
             n_ties += len(rates) > 1 and abs(rates[1] - rates[0]) <= 1e-9 * max(rates[0], 1e-300)
-            claimed_map = min(claimed.values())
             map_rates.append(m.rate)
-            out = compare(claimed_map, 0.0, tol=1e-12)
-            out = Outcome.VIOLATED if out is Outcome.UNDECIDED else out  # an exponent of 0 is no decay
+            out, claimed_map = _map_exponent_outcome(claimed)
             checks.append(InstanceCheck(assumptions, out, claimed_map, {
                 **inst.record(), "h": h, "parent": tree.parent(h), "I(x_h; x_pa)": i_pa,
                 "Chernoff exponent per competitor": {int(k): float(r) for k, r in m.rates.items()},
