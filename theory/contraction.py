@@ -203,9 +203,8 @@ class _KLRatio:
         else:
             c = logsumexp(self.logp + zc)
         lqp = zc - c
-        with np.errstate(over="ignore"):
-            q = np.exp(self.logp + lqp)
-            delta = np.where(np.abs(lqp) < 0.5, self.p * np.expm1(np.minimum(lqp, 0.5)), q - self.p)
+        q = np.exp(self.logp + lqp)  # log q <= 0 up to round-off: no overflow
+        delta = np.where(np.abs(lqp) < 0.5, self.p * np.expm1(np.minimum(lqp, 0.5)), q - self.p)
         qK, lout = self._output_log_ratio(q, delta)
         num = float(np.sum(_kl_terms(self.r, lout)))
         den = float(np.sum(_kl_terms(self.p, lqp)))
@@ -339,7 +338,7 @@ def eta_kl(K, p, *, restarts: int = 16, seed: int = 0) -> EtaKL:
     f = _KLRatio(K_S, p_S)
     m = S.size
 
-    best = {"ratio": -np.inf, "start": None}
+    best = {"ratio": -np.inf}  # and "start", the label of the best, once a ratio is recorded
 
     def record(ratio: float, label: str) -> None:
         if np.isfinite(ratio) and ratio > best["ratio"]:

@@ -514,7 +514,7 @@ def test_eta_kl_starts_are_the_documented_points(K, p):
         assert np.array_equal(points[f"Dirichlet start {k}"], expected)
 
 
-def test_eta_kl_starts_are_clipped_to_the_logit_box():
+def test_eta_kl_starts_are_clipped_to_the_logit_box(recwarn):
     """An input mass of 1e-320: the mixture t = 1e-6 away from it puts t p = 0 there (logit -inf) and the one on it
     a logit of ~737; both are clipped to [-40, 40], and eta_kl still brackets."""
     from theory.contraction import _eta_kl_starts
@@ -524,6 +524,7 @@ def test_eta_kl_starts_are_clipped_to_the_logit_box():
     starts = _eta_kl_starts(K, p, np.arange(3), restarts=0, seed=0)
     z = np.concatenate([point for _, kind, point in starts if kind == "logits"])
     assert np.all(np.isfinite(z)) and z.min() == -40.0 and z.max() == 40.0
+    assert not recwarn.list, [str(w.message) for w in recwarn.list]  # log 0 -> -inf is expected, and clipped
     res = eta_kl(K, p)
     assert eta_chi2(K, p) <= res.lower <= res.upper
 
@@ -539,3 +540,61 @@ def test_z_channel_with_uniform_input_attains_eta_kl_at_a_vertex():
     ts = ts[np.abs(ts - 0.5) > 1e-6]
     grid = max(kl_ratio(K, p, np.array([t, 1 - t])) for t in ts[::10])
     assert grid <= res.lower + 1e-12 and eta_chi2(K, p) < res.lower - 0.05
+
+
+def test_the_kl_ratios_gradient_is_its_derivative():
+    """ratio_and_grad's analytic gradient (through the softmax Jacobian) against central differences of the ratio
+    at generic logits: they agree to the differences' own error (~1e-9 at step 1e-6), and the function value is
+    minus the ratio of the two divergences."""
+    from theory.contraction import _KLRatio
+
+    f = _KLRatio(K3, P3)
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        z = rng.normal(size=3)
+        val, grad = f.ratio_and_grad(z)
+        num, den, _, _, _ = f.evaluate_z(z)
+        assert val == -num / den
+        step = 1e-6
+        fd = np.array([(f.ratio_and_grad(z + step * e)[0] - f.ratio_and_grad(z - step * e)[0]) / (2 * step)
+                       for e in np.eye(3)])
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_logits_far_above_the_mean_take_the_logsumexp_branch_accurately():
+    """A logit 750 above the p-mean on an input of mass 1e-300 (beyond exp's range, where log1p(p expm1(z)) would
+    overflow): q is then ~ e^450 / (1 + e^450) on that input, and both divergences match 50 digits."""
+    import mpmath
+
+    from theory.contraction import _KLRatio
+
+    K = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    p = np.array([0.5, 0.5 - 1e-300, 1e-300])
+    f = _KLRatio(K, p)
+    z = np.array([0.0, 0.0, 750.0])
+    num, den, q, _, _ = f.evaluate_z(z)
+    mpmath.mp.dps = 50
+    w = [mpmath.mpf(float(pi)) * mpmath.exp(mpmath.mpf(float(zi))) for pi, zi in zip(p, z)]
+    _, _, num_exact, den_exact = _mp_kl_ratio_terms(K, p, [wi / sum(w) for wi in w])
+    assert q[2] == pytest.approx(1.0, abs=1e-15) and den == pytest.approx(float(den_exact), rel=1e-13, abs=0)
+    assert num == pytest.approx(float(num_exact), rel=1e-13, abs=0)
+
+
+def test_a_ratio_above_the_dobrushin_bound_is_an_internal_error_not_a_result(monkeypatch):
+    """KL(qK||pK) / KL(q||p) <= eta_TV(K) is a theorem; a ratio above it (beyond 1e-9 of round-off) can only be a
+    bug, so eta_kl raises rather than return a bracket that is not one. Simulated by a Dobrushin bound set to half
+    the ratio the search finds."""
+    import theory.contraction as contraction
+
+    found = eta_kl(K3, P3).lower
+    monkeypatch.setattr(contraction, "dobrushin", lambda K: found / 2)
+    with pytest.raises(TheoryError, match=r"internal error: KL ratio .* exceeds the Dobrushin bound .*please report"):
+        eta_kl(K3, P3)
+
+
+def test_eta_kl_credits_eta_chi2_when_no_evaluated_ratio_reaches_it():
+    """BSC(0.45) with a uniform input: eta_KL = eta_chi2 = 0.01 is approached only as q -> p, and every evaluated
+    ratio stays below it (the closest ends 9e-14 under), so the method names eta_chi2 as the source."""
+    res = eta_kl(bsc(0.45), np.array([0.5, 0.5]))
+    assert res.lower == eta_chi2(bsc(0.45), np.array([0.5, 0.5]))
+    assert res.method.endswith("best from: eta_chi2 (limit q -> p)")
