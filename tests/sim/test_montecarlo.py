@@ -46,3 +46,12 @@ def test_weighted_mean_and_difference():
 def test_estimate_to_number_keeps_everything():
     n = Estimate(0.25, 0.01, 400, seed=9).number("p", tolerance=0.05, note="x")
     assert (n.value, n.stderr, n.n, n.seed, n.tolerance, n.kind) == (0.25, 0.01, 400, 9, 0.05, "montecarlo")
+
+
+def test_proportion_stderr_is_agresti_coull_and_a_difference_counts_its_smaller_sample():
+    """0 of 4: p~ = (0 + 2)/(4 + 4) = 1/4, s.e. = sqrt(p~ (1 - p~) / (n + 4)) = sqrt(3/16 / 8) (not / n); the
+    difference of two independent estimates carries sqrt(se_a^2 + se_b^2) and the smaller n."""
+    assert proportion_estimate(0, 4).stderr == pytest.approx(math.sqrt(3 / 16 / 8), rel=1e-15)
+    assert proportion_estimate(7, 10).stderr == pytest.approx(math.sqrt(9 / 14 * 5 / 14 / 14), rel=1e-15)
+    d = difference(Estimate(1.0, 0.3, 10), Estimate(0.5, 0.4, 1000))
+    assert (d.value, d.stderr, d.n) == (0.5, pytest.approx(0.5, rel=1e-15), 10)

@@ -198,3 +198,14 @@ def test_a_key_that_follows_the_seeds_stops_at_its_own_cap(tmp_path):
                                       "seeds_also": ("col_seeds",), "col_seeds": 1, "col_seeds_cap": 6}})
     evaluate_claim(claim, RunConfig(profile="quick", seed=0), tmp_path)
     assert seen == [(4, 4), (8, 6), (12, 6)]
+
+
+def test_bonferroni_z_splits_the_one_sided_level_over_the_looks():
+    """Each of m looks decides at Phi^{-1}(1 - Phi(-z)/m): z itself for one look, 3.2052 for two at z = 3 (the
+    first count where the correction matters)."""
+    from sim.sequential import bonferroni_z
+
+    assert bonferroni_z(3.0, 1) == 3.0
+    for m in (2, 3, 10):
+        assert bonferroni_z(3.0, m) == pytest.approx(stats.norm.isf(stats.norm.sf(3.0) / m), rel=1e-15)
+    assert bonferroni_z(3.0, 2) == pytest.approx(3.2052, abs=1e-4)

@@ -410,6 +410,13 @@ def test_offset_law_fit_recovers_the_exponent_and_judges_it():
     assert three["b"] is None and judge_law(three, 1.0, 3.0, 0.2)[0] is Outcome.UNDECIDED
 
 
+def test_an_exponent_that_matches_without_significant_growth_is_undecided():
+    """HELD needs tau to grow with N (slope > 0 by z s.e.) as well as the exponent to match: a slope 0.1 +- 0.1
+    with b = 1.00 +- 0.01 is UNDECIDED ("growth not significant"), not HELD."""
+    fit = {"slope": 0.1, "slope_se": 0.1, "b": 1.0, "b_se": 0.01, "bound": 0.0}
+    assert judge_law(fit, 1.0, 3.0, 0.1)[0] is Outcome.UNDECIDED
+
+
 def test_a_crossing_that_falls_with_n_but_not_significantly_is_undecided():
     """Flat crossings with noise: the fitted slope -0.004 +- 0.010 is negative but within its error, so the law
     is UNDECIDED, not VIOLATED (a tau that does not grow is refuted only beyond z standard errors)."""
@@ -537,6 +544,16 @@ def test_e1_uninformative_unigram_statistics_are_assumption_unmet(run_claim, run
     runs(uninformative)
     res = run_claim(E_1, seeds=(0,))
     assert res.verdict is Verdict.ASSUMPTION_UNMET, tier(res, "trained").summary
+
+
+def test_e1_a_run_never_nearest_the_first_stage_skipped_it():
+    """A run nearest unigram from its first evaluation on never showed the uniform stage: that is a skipped stage
+    (VIOLATED, naming it), however it ends."""
+    from sim.papers.markov.claims.edelman import judge_stages
+
+    rec = fake_record(["unigram", "unigram", "bigram", "bigram"], strategies=E_STAGES)
+    out, row = judge_stages(rec, E_STAGES, 3.0)
+    assert out is Outcome.VIOLATED and row["why"] == "skipped ['uniform']"
 
 
 # ---------------------------------------------------------------- controls' sets --

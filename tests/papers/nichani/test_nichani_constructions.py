@@ -301,3 +301,16 @@ def test_k7_a_map_with_the_same_outputs_but_other_attention_patterns_fails(tmp_p
     assert t.verdict is Verdict.FAIL
     cex = t.counterexample
     assert cex["max |difference| over all prompts"] < 1e-12 and cex["max |attention pattern difference|"] > 0.1
+
+
+def test_segment_slope_error_is_the_relative_errors_over_the_log_span():
+    """The log-log slope from T = 10 to 100 (span log 10) of 0.1 +- 0.0114 -> 0.05 +- 0.0057: slope log(1/2)/log 10
+    = -0.301 with s.e. hypot(0.114, 0.114)/log 10 = 0.070, so a fall at z = 3 is HELD (without the span, 0.161:
+    UNDECIDED)."""
+    from sim.montecarlo import Estimate
+    from sim.papers.nichani.claims.constructions import _segment
+    from sim.verdict import Outcome
+
+    out, number, text = _segment("e", 10, 100, Estimate(0.1, 0.0114, 1000), Estimate(0.05, 0.0057, 1000), 3.0)
+    assert out is Outcome.HELD and text == "-0.301 ± 0.070"
+    assert number.stderr == pytest.approx(math.hypot(0.114, 0.114) / math.log(10), rel=1e-12)

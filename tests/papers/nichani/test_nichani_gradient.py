@@ -202,3 +202,13 @@ def test_identity_roundoff_tolerance_a_parent_chi2_off_by_3e_10_fails(tmp_path, 
     if verdict is Verdict.FAIL:
         assert ex.counterexample["conclusion"] == "g[i,p(i)] == E[I_chi2(s_i; s_p(i) | pi)]"
         assert ex.counterexample["max |error|"] == pytest.approx(delta, rel=1e-3)
+
+
+def test_jackknife_of_a_mean_is_its_sample_standard_error():
+    """For a linear statistic the delete-one jackknife s.e. sqrt((n-1)/n sum (loo - mean loo)^2) equals the sample
+    standard error std(ddof=1)/sqrt(n): 1, 2, 3, 4 -> (2.5, 0.6455)."""
+    from sim.papers.nichani.claims.gradient import _jackknife
+
+    chunks = np.array([1.0, 2.0, 3.0, 4.0])
+    value, se = _jackknife(lambda x: float(x), chunks)
+    assert value == 2.5 and se == pytest.approx(np.std(chunks, ddof=1) / 2, rel=1e-14)

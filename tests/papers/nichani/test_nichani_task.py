@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy import special
+from scipy import special, stats
 
 from sim.papers.nichani.task import bayes_gap_richardson, posterior_predictive_levels
 from sim.claims import get
@@ -61,6 +61,16 @@ def test_add_alpha_batch_matches_theory_and_reproduces_the_reference_root_indexi
     par = n_graph("chain", 4)
     assert np.allclose(add_alpha_batch(x, par, 1.0, 2), [[2 / 3, 1 / 3]])
     assert np.allclose(add_alpha_batch(x, par, 1.0, 2, root_source="last"), [[2 / 4, 2 / 4]])
+
+
+def test_rank_gof_p_value_is_the_chi2_tail_at_its_reported_degrees_of_freedom():
+    """The statistic on k cells has k - 1 free counts (they sum to B): p = chi2.sf(X2, k - 1), with that df reported.
+    400 uniform draws on S = 3 states (three cells)."""
+    rng = np.random.default_rng(0)
+    B, S = 400, 3
+    res = _rank_gof(rng.random((B, S)), np.full((B, S), 1 / S), rng.integers(0, S, B))
+    assert res["df"] == len(res["cells"]) - 1 == 2
+    assert res["p_value"] == pytest.approx(stats.chi2.sf(res["X2"], res["df"]), rel=1e-12)
 
 
 def test_rank_gof_accepts_the_right_law_and_rejects_a_wrong_one():

@@ -480,3 +480,25 @@ def test_k9_trained_reading_is_a_finding_that_never_decides(tmp_path):
     assert "trained" not in get("N.K9").checks
     assert all(get("N.K9").settings[p]["trained_finding"] for p in ("quick", "standard", "paper"))
     assert get("N.K9").tiers_for("quick") == ("exact", "montecarlo")
+
+
+def test_across_seeds_is_the_sample_standard_error():
+    """Mean and s.e. over seeds with the n - 1 sample variance: [0, 1] -> (0.5, 0.5); one seed -> s.e. 0."""
+    from sim.papers.nichani.claims.reporting import across_seeds
+
+    assert across_seeds([0.0, 1.0]) == (0.5, pytest.approx(0.5, rel=1e-15))
+    assert across_seeds([0.2, 0.4, 0.9])[1] == pytest.approx(np.std([0.2, 0.4, 0.9], ddof=1) / np.sqrt(3))
+    assert across_seeds([0.3]) == (0.3, 0.0)
+
+
+def test_k1_decision_scales_the_first_excess_variance_by_the_factor_squared():
+    """factor D(T0) - D(T1) with independent errors has s.e. sqrt(factor^2 se0^2 + se1^2): 0.5 x 0.01 -> 0.005,
+    enough to call 0.5 x 0.2 - 0.08 = 0.02 HELD at z = 3 (with factor x var it would be 0.0071: UNDECIDED)."""
+    d = k1_decision([Estimate(0.2, 0.01, 4096)], [Estimate(0.08, 0.0, 4096)], 10, 160, z=3.0)
+    assert d.outcome is Outcome.HELD and d.stderr == pytest.approx(0.005, rel=1e-12)
+
+
+def test_family_outcome_two_models_use_a_t_quantile_on_one_degree_of_freedom():
+    """Two models at 0.30 and 0.31 against 0.5: the mean 0.305 with s.e. 0.005 sits 39 s.e. below, yet a t quantile
+    on 1 degree of freedom at the level of z = 3 (236) keeps it UNDECIDED; on 2 (19.2) it would be VIOLATED."""
+    assert family_outcome([0.30, 0.31], [0.0, 0.0], 0.5, 3.0).outcome is Outcome.UNDECIDED

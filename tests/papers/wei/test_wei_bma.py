@@ -112,3 +112,26 @@ def test_w_l1_tolerance_is_tied_to_roundoff_a_closed_form_off_by_3e_10_fails(run
     assert res.verdict is Verdict.FAIL
     if tier == "exact":
         assert res.tiers[0].counterexample["max_abs_diff"] == pytest.approx(3e-10, rel=1e-3)
+
+
+def test_w_l1_checks_the_posterior_given_a_target_prefix_too(run_claim, monkeypatch):
+    """W.L1's second reading conditions the brute force on the target's prefix as well: a brute force that is
+    wrong only when given a prefix (by 1e-6) makes the exact tier FAIL, and the context-only reading is untouched."""
+    import sim.papers.wei.claims.bma as bma_claims
+
+    true_bruteforce = bma_claims.bma_posterior_bruteforce
+
+    def wrong_with_a_prefix(context, pi, h, *, target_prefix=None, **kw):
+        p = true_bruteforce(context, pi, h, target_prefix=target_prefix, **kw)
+        if target_prefix is not None and h >= 2:
+            p = p.copy()
+            p[0] -= 1e-6
+            p[1] += 1e-6
+        return p
+
+    monkeypatch.setattr(bma_claims, "bma_posterior_bruteforce", wrong_with_a_prefix)
+    res = run_claim(get("W.L1"), tiers=("exact",), n_matrices=1, dims=(2,), H=5, L=(2,))
+    t = res.tiers[0]
+    assert res.verdict is Verdict.FAIL
+    readings = {r["name"].split(" ==")[0]: r["verdict"] for r in t.readings}
+    assert readings == {"posterior given the context only": "PASS", "posterior given the context and target prefix": "FAIL"}

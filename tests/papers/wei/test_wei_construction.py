@@ -205,3 +205,17 @@ def test_the_montecarlo_tier_looks_further_along_l_while_not_yet_at_half(run):
     assert longer.verdict is Verdict.PASS, longer.summary
     looked = [n.name for n in longer.numbers if n.name.startswith("mean TV(prediction, pi(.|x_pa)) at L=")]
     assert len(looked) > 2 and "extended to L=" in longer.summary and "Bonferroni over 5 looks" in longer.summary
+
+
+def test_decide_tv_limit_decides_the_halving_at_its_own_z():
+    """The halving TV(L_0) - 2 TV(L_max) > 0 is decided at z_halving when one is given: a t-statistic of 4.5 is
+    HELD at z = 3 but not at z_halving = 6, and then the limit is not HELD either."""
+    from sim.papers.wei.claims.construction import decide_tv_limit
+
+    rng = np.random.default_rng(1)
+    tv = {4: 1.0 + 0.2 * rng.standard_normal(200), 8: 0.465 + 0.05 * rng.standard_normal(200)}
+    at_z = decide_tv_limit(tv, seed=0, z=3.0)
+    t = at_z["halving"].value / at_z["halving"].stderr
+    assert 3.0 < t < 6.0 and at_z["halving_outcome"] is Outcome.HELD
+    strict = decide_tv_limit(tv, seed=0, z=3.0, z_halving=6.0)
+    assert strict["halving_outcome"] is Outcome.UNDECIDED and strict["outcome"] is not Outcome.HELD

@@ -352,3 +352,23 @@ def test_montecarlo_tier_passes_the_claimed_lead_on_to_its_decision(run):
     assert run(W_T3, tiers=("montecarlo",)).verdict is Verdict.PASS
     res = run(W_T3.variant(lead=10.0), tiers=("montecarlo",))
     assert res.verdict is Verdict.FAIL, res.tiers[0].summary
+
+
+def test_bonferroni_z_spreads_the_two_sided_level_over_the_positions():
+    """m simultaneous two-sided decisions at the level of z: each at Phi^{-1}(1 - 2 Phi(-z) / (2m)); 3.6425 for
+    m = 10 at z = 3, and z itself for m = 1."""
+    from scipy.stats import norm
+
+    assert _bonferroni_z(3.0, 1) == pytest.approx(3.0, rel=1e-12)
+    assert _bonferroni_z(3.0, 10) == pytest.approx(norm.isf(2 * norm.sf(3.0) / 20), rel=1e-12)
+    assert _bonferroni_z(3.0, 10) == pytest.approx(3.6425, abs=1e-4)
+
+
+def test_an_exact_tie_between_the_parent_and_a_competitor_is_violated():
+    """Spreadless gradients with G[parent] = G[other]: the claimed strict argmax fails (a tie is not a lead), so the
+    decision is VIOLATED, not UNDECIDED."""
+    from sim.papers.wei.claims.dynamics import decide_gradient
+
+    g = np.zeros((50, 3, 3))
+    g[:, 2, :2] = 1.0
+    assert decide_gradient(g, {2: [1.0, 1.0]}, {2: 0}, 3.0, seed=0)["outcome"] is Outcome.VIOLATED

@@ -488,3 +488,19 @@ def test_w_p2_trained_tier_non_orthogonal_A_is_assumption_unmet(run_claim):
     res = run_claim(_p2_claim(), A_kind="nonorthogonal", **{**P2_SMALL, "trained_steps1": 40, "trained_steps2": 40})
     t = tier(res, "trained")
     assert res.verdict is Verdict.ASSUMPTION_UNMET and t.conclusion_without_assumptions
+
+
+def test_decide_w_e1_coverage_needs_every_seed_to_copy_all_L_examples():
+    """Coverage (each of the L examples copied by some head) is decided per trained model: two seeds with 4 and 3
+    of L = 4 covered is VIOLATED, not carried by the seed that covers all four."""
+    from types import SimpleNamespace
+
+    from sim.papers.wei.claims.trained import decide_w_e1
+    from sim.verdict import Outcome
+
+    mech = [dict(copier=SimpleNamespace(min_score=0.3)) for _ in range(2)]
+    col = [dict(col_error=0.01) for _ in range(2)]
+    settings = {"gap_threshold": 0.8, "col_threshold": 0.05}
+    outs, _, _ = decide_w_e1(mech, col, [1, 2], [1, 2], settings, 3.0, [4, 3], 4)
+    assert outs["coverage"] is Outcome.VIOLATED
+    assert decide_w_e1(mech, col, [1, 2], [1, 2], settings, 3.0, [4, 4], 4)[0]["coverage"] is Outcome.HELD
