@@ -598,3 +598,16 @@ def test_eta_kl_credits_eta_chi2_when_no_evaluated_ratio_reaches_it():
     res = eta_kl(bsc(0.45), np.array([0.5, 0.5]))
     assert res.lower == eta_chi2(bsc(0.45), np.array([0.5, 0.5]))
     assert res.method.endswith("best from: eta_chi2 (limit q -> p)")
+
+
+def test_eta_chi2_is_clipped_to_one_against_round_off():
+    """A noiseless channel (each input to its own output): the squared singular value rounds to 1 + 1.8e-15 here,
+    but eta_chi2 is a squared correlation, at most 1."""
+    from theory.contraction import _chi2_operator
+
+    K = np.zeros((5, 7))
+    K[[0, 1, 2, 3, 4], [6, 0, 5, 2, 4]] = 1.0
+    p = np.array([0.4192138692134466, 0.07384125455115208, 0.20570818373765395, 0.16060320388219057, 0.140633488615557])
+    B, sp_, sr, _, _, _ = _chi2_operator(K, p)
+    assert np.linalg.norm(B - np.outer(sp_, sr), 2) ** 2 > 1.0
+    assert eta_chi2(K, p) == 1.0
