@@ -134,4 +134,5 @@ def test_w_l1_checks_the_posterior_given_a_target_prefix_too(run_claim, monkeypa
     t = res.tiers[0]
     assert res.verdict is Verdict.FAIL
     readings = {r["name"].split(" ==")[0]: r["verdict"] for r in t.readings}
-    assert readings == {"posterior given the context only": "PASS", "posterior given the context and target prefix": "FAIL"}
+    assert readings == {"posterior given the context only": "PASS",
+                        "posterior given the context and target prefix": "FAIL"}
