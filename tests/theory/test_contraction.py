@@ -396,6 +396,15 @@ def _mp_kl_ratio_terms(K, p, q):
     return qK, lout, num, den
 
 
+def _mp_softmax(p, z):
+    """50-digit ``q = softmax(log p + z)`` for float64 ``p, z`` taken as exact."""
+    import mpmath
+
+    mpmath.mp.dps = 50
+    w = [mpmath.mpf(float(pi)) * mpmath.exp(mpmath.mpf(float(zi))) for pi, zi in zip(p, z)]
+    return [wi / sum(w) for wi in w]
+
+
 def test_output_log_ratio_is_accurate_near_p_and_where_qk_is_far_below_pk():
     """log(qK / pK) to a few ulps relative on both sides of its switch: through log1p((q - p)K / pK) near p,
     where log(qK) - log(pK) would keep only ~1e-16 / |log ratio| of its digits, and through the direct
@@ -416,17 +425,12 @@ def test_kl_ratio_near_p_is_accurate_and_not_mistaken_for_round_off():
     """At logits z ~ 1e-6 (KL(q || p) ~ 1e-13, sixteen orders above the round-off floor ~1e-29) both divergences
     are accurate to 1e-14 relative against 50 digits (measured: one ulp), and the ratio is returned, not dropped
     as round-off."""
-    import mpmath
-
     from theory.contraction import _KLRatio
 
     f = _KLRatio(K_SMALL, P_DYADIC)
     z = 1e-6 * np.array([0.3, -1.0, 0.8])
     num, den, q, _, _ = f.evaluate_z(z)
-    mpmath.mp.dps = 50
-    w = [mpmath.mpf(float(pi)) * mpmath.exp(mpmath.mpf(float(zi))) for pi, zi in zip(P_DYADIC, z)]
-    q_exact = [wi / sum(w) for wi in w]
-    _, _, num_exact, den_exact = _mp_kl_ratio_terms(K_SMALL, P_DYADIC, q_exact)
+    _, _, num_exact, den_exact = _mp_kl_ratio_terms(K_SMALL, P_DYADIC, _mp_softmax(P_DYADIC, z))
     assert num == pytest.approx(float(num_exact), rel=1e-14, abs=0)
     assert den == pytest.approx(float(den_exact), rel=1e-14, abs=0)
     assert den > 1e3 * f.roundoff_floor(z)
@@ -563,9 +567,7 @@ def test_the_kl_ratios_gradient_is_its_derivative():
 
 def test_logits_far_above_the_mean_take_the_logsumexp_branch_accurately():
     """A logit 750 above the p-mean on an input of mass 1e-300 (beyond exp's range, where log1p(p expm1(z)) would
-    overflow): q is then ~ e^450 / (1 + e^450) on that input, and both divergences match 50 digits."""
-    import mpmath
-
+    overflow): q is then e^59 / (1 + e^59) on that input (1e-300 e^750), and both divergences match 50 digits."""
     from theory.contraction import _KLRatio
 
     K = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
@@ -573,9 +575,7 @@ def test_logits_far_above_the_mean_take_the_logsumexp_branch_accurately():
     f = _KLRatio(K, p)
     z = np.array([0.0, 0.0, 750.0])
     num, den, q, _, _ = f.evaluate_z(z)
-    mpmath.mp.dps = 50
-    w = [mpmath.mpf(float(pi)) * mpmath.exp(mpmath.mpf(float(zi))) for pi, zi in zip(p, z)]
-    _, _, num_exact, den_exact = _mp_kl_ratio_terms(K, p, [wi / sum(w) for wi in w])
+    _, _, num_exact, den_exact = _mp_kl_ratio_terms(K, p, _mp_softmax(p, z))
     assert q[2] == pytest.approx(1.0, abs=1e-15) and den == pytest.approx(float(den_exact), rel=1e-13, abs=0)
     assert num == pytest.approx(float(num_exact), rel=1e-13, abs=0)
 
