@@ -55,3 +55,20 @@ def test_proportion_stderr_is_agresti_coull_and_a_difference_counts_its_smaller_
     assert proportion_estimate(7, 10).stderr == pytest.approx(math.sqrt(9 / 14 * 5 / 14 / 14), rel=1e-15)
     d = difference(Estimate(1.0, 0.3, 10), Estimate(0.5, 0.4, 1000))
     assert (d.value, d.stderr, d.n) == (0.5, pytest.approx(0.5, rel=1e-15), 10)
+
+
+def test_interval_is_value_plus_minus_z_standard_errors():
+    """Known values: 1 ± 3 x 0.25 at the default z = 3, 1 ± 2 x 0.25 at z = 2 (s.e. not 1, so z/s.e. shows)."""
+    e = Estimate(1.0, 0.25, 10)
+    assert e.interval() == (0.25, 1.75)
+    assert e.interval(2.0) == (0.5, 1.5)
+
+
+def test_every_estimate_records_the_seed_of_its_stream():
+    """Every MC number carries its seed: a difference (paired or independent) and an importance-sampling mean
+    keep the seed they are given, not None."""
+    a, b = Estimate(1.0, 0.3, 10, seed=1), Estimate(0.5, 0.4, 10, seed=2)
+    assert difference(a, b, seed=11).seed == 11
+    assert difference(a, b, paired_samples=[0.1, 0.3, 0.2], seed=12).seed == 12
+    assert weighted_mean_estimate([1.0, 2.0, 3.0], [2.0, 1.0, 0.0], seed=13).seed == 13
+    assert proportion_estimate(3, 10, seed=14).seed == 14

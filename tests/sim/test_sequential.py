@@ -8,7 +8,7 @@ from scipy import stats
 
 from sim.claims.base import Claim, Source
 from sim.runner import RunConfig, evaluate_claim
-from sim.sequential import SeedSchedule, decide_sequentially
+from sim.sequential import SeedSchedule, SequentialRun, decide_sequentially, doubling_grid
 from sim.verdict import Number, Outcome, TierResult, Verdict, compare, margin_multiplier, welch_df
 
 
@@ -209,3 +209,66 @@ def test_bonferroni_z_splits_the_one_sided_level_over_the_looks():
     for m in (2, 3, 10):
         assert bonferroni_z(3.0, m) == pytest.approx(stats.norm.isf(stats.norm.sf(3.0) / m), rel=1e-15)
     assert bonferroni_z(3.0, 2) == pytest.approx(3.2052, abs=1e-4)
+
+
+def test_seed_schedule_accepts_one_seed_and_a_step_of_one_and_says_what_it_refuses():
+    """The bounds are inclusive: start = 1 and step = 1 are valid; the errors name the bound and the values."""
+    assert SeedSchedule(1, 1, 3).sizes() == [1, 2, 3]
+    with pytest.raises(ValueError, match=r"^seed schedule needs 1 <= start <= cap, got start=5, cap=4$"):
+        SeedSchedule(5, 1, 4)
+    with pytest.raises(ValueError, match=r"^seed schedule needs step >= 1, got 0$"):
+        SeedSchedule(2, 0, 4)
+
+
+def test_doubling_grid_doubles_the_largest_l_and_names_the_cap_it_refuses():
+    """Doubling goes on while 2 L <= cap (8, 16 for cap 20; not a tripling), then the cap itself; the error
+    names 'the cap' by default and the largest L of an unsorted grid, also when the cap passes a smaller L."""
+    assert doubling_grid((4, 1), 20) == [1, 4, 8, 16, 20]
+    assert doubling_grid((1, 4, 16), 16) == [1, 4, 16]  # a cap at the largest L adds nothing
+    assert doubling_grid((3,), 12) == [3, 6, 12]  # a doubling onto the cap lists it once
+    with pytest.raises(ValueError, match=r"^the cap = 40 is below the largest L of the grid \(48\)$"):
+        doubling_grid((48, 1, 4), 40)
+
+
+def test_a_sequential_run_reports_its_line_record_and_seed_number_exactly():
+    """Held at the second of three looks (4, 8, 12 seeds) at z = 3: each look at the Bonferroni z
+    Phi^{-1}(1 - Phi(-3)/3) = 3.32; the line, the record (with each look's own line) and the reported number
+    say so in full."""
+    lines = {4: "4 seeds: 0.1 ± 0.2", 8: "8 seeds: 0.9 ± 0.1"}
+    payload, run = decide_sequentially(SeedSchedule(4, 4, 12), 3.0, lambda n, z: (
+        Outcome.HELD if n >= 8 else Outcome.UNDECIDED, n, lines[n]))
+    stop = "stopped at look 2 of 3 with 8 seeds: decided (held)"
+    want = (f"{stop}. looks at 4, 8, 12 seeds; Bonferroni over the planned looks (3 looks): each at z = 3.32 for an "
+            "overall one-sided level of Phi(-3). Looks: 4 seeds: undecided; 8 seeds: held")
+    assert payload == 8 and run.line() == want
+    rec = run.record()
+    assert rec.pop("z per look") == pytest.approx(3.3201, abs=1e-4)
+    assert rec == {"seeds used": 8, "stop": stop, "correction": "Bonferroni over the planned looks",
+                   "planned looks": [4, 8, 12],
+                   "looks": [{"seeds": 4, "outcome": "undecided", "line": lines[4]},
+                             {"seeds": 8, "outcome": "held", "line": lines[8]}]}
+    num = run.number()
+    assert (num.name, num.value, num.kind, num.n, num.note) == ("training seeds the decision used", 8, "trained", 8,
+                                                                want)
+
+
+def test_a_schedule_describes_one_look_and_two_looks():
+    """One look decides at z itself; two looks each at Phi^{-1}(1 - Phi(-3)/2) = 3.21."""
+    assert SeedSchedule(6, 1, 6).describe(3.0) == "6 seeds, one look at z = 3"
+    assert SeedSchedule(4, 4, 8).describe(3.0) == ("looks at 4, 8 seeds; Bonferroni over the planned looks (2 looks): "
+                                                   "each at z = 3.21 for an overall one-sided level of Phi(-3)")
+
+
+def test_a_run_without_looks_or_with_one_look_says_why_it_stopped():
+    run = SequentialRun(SeedSchedule(4, 4, 8), 3.0)
+    assert run.stop_reason() == "no look was made" and run.seeds_used == 0 and run.outcome is Outcome.UNDECIDED
+    _, run = decide_sequentially(SeedSchedule(6, 1, 6), 3.0, lambda n, z: (Outcome.VIOLATED, n, ""))
+    assert run.stop_reason() == "stopped at look 1 of 1 with 6 seeds: decided (violated)"  # the last look is the only
+
+
+def test_decide_sequentially_refuses_a_z_with_no_finite_per_look_z():
+    """At z = 40, Phi(-40) underflows to 0 and two looks have no finite z: an error before any look is made."""
+    seen = []
+    with pytest.raises(ValueError, match=r"^z=40.0 gives no finite per-look z over 2 looks$"):
+        decide_sequentially(SeedSchedule(4, 4, 8), 40.0, lambda n, z: seen.append(n))
+    assert seen == []

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from sim.papers.markov import runs as mr
-from sim.papers.markov.claims.edelman import E_1
-from sim.papers.markov.claims.gibson import (G_1, G_2, WRONG_TAU_SHAPES, fit_offset_law, judge_law, k1_bracket,
-                               wrong_law_taus)
+from sim.papers.markov.claims.edelman import E_1, decide_e1, judge_stages
+from sim.papers.markov.claims.gibson import (G_1, G_2, WRONG_TAU_SHAPES, decide_g1, fit_offset_law, judge_law,
+                                            k1_bracket, wrong_law_taus)
 from sim.priors import Floor, Dirichlet
 from sim.runner import RunConfig, evaluate_claim
 from sim.verdict import Outcome, Verdict
@@ -194,6 +194,56 @@ def test_a_mislabelled_strategy_table_is_caught_before_training(run_claim, runs)
     t = tier(res, "trained")
     assert res.verdict is Verdict.ERROR and "disagree with their definitions" in t.error
     assert "G2" in t.error and not asked  # nothing was trained
+
+
+def placed(phase, runner_up, d=0.05, *, radius=0.5, margin=0.2, close=Outcome.HELD):
+    """A hand-built :func:`absolute_placement` (errors 0.01): nearest ``phase`` at KL ``d``, the radius 0.5."""
+    return {"phase": phase, "runner_up": runner_up, "margin": margin, "se": 0.01, "d": d, "d_se": 0.01,
+            "radius": radius, "radius_se": 0.01, "close": close, "step": 600}
+
+
+def test_decide_g1_few_chains_at_the_smallest_k_and_many_at_the_largest_is_held():
+    """The smallest K is judged on the training chains against the few-chains phases, every larger K on fresh
+    chains against the many-chains phases; the line lists each K's runs in seed order, KL/radius."""
+    pls = {(1024, 1): placed("G2", "M2", 0.07), (2, 1): placed("M2", "M1", 0.06), (1024, 0): placed("G2", "M2", 0.08),
+           (2, 0): placed("M1", "M2", 0.05, margin=0.001)}  # M1 and M2 within their error: both are few-chains
+    out, line, rows = decide_g1(pls, ("M1", "M2"), ("G2",), 3.0)
+    assert out is Outcome.HELD
+    assert line == ("K=2 (id): M1 0.050/0.500, M2 0.060/0.500; K=1024 (ood): G2 0.080/0.500, G2 0.070/0.500 "
+                    "(nearest, KL/radius; needs M1/M2 then G2)")
+    assert [(r["K"], r["seed"], r["set"], r["outcome"]) for r in rows] == [
+        (2, 0, "id", Outcome.HELD), (2, 1, "id", Outcome.HELD), (1024, 0, "ood", Outcome.HELD),
+        (1024, 1, "ood", Outcome.HELD)]
+    assert rows[3]["phase"] == "G2" and rows[3]["d"] == 0.07 and rows[3]["step"] == 600  # the placement is kept
+    # the same runs against the phases swapped: every run is at the other end's phase
+    out, line, rows = decide_g1(pls, ("G2",), ("M1", "M2"), 3.0)
+    assert [r["outcome"] for r in rows] == [Outcome.UNDECIDED] + [Outcome.VIOLATED] * 3  # seed 0: within its error
+    assert out is Outcome.VIOLATED and line.endswith("needs G2 then M1/M2; decided by K=2 seed 1)")  # not seed 0
+
+
+def test_decide_g1_a_violation_outweighs_an_undecided_run_and_names_the_run_that_decides():
+    """VIOLATED if any run is, else UNDECIDED if any is; the line names the first run (in K, seed order) with that
+    outcome, and writes a run placed nowhere ("none of the above") as none."""
+    good = {(2, 0): placed("M2", "M1"), (2, 1): placed("M2", "M1"), (64, 0): placed("G2", "M2"),
+            (64, 1): placed("G2", "M2")}
+    unsure = {**good, (2, 1): placed("M2", "G2", margin=0.01)}  # G2 as near as M2 within the error
+    out, line, _ = decide_g1(unsure, ("M1", "M2"), ("G2",), 3.0)
+    assert out is Outcome.UNDECIDED and line.endswith("; decided by K=2 seed 1)")
+    nowhere = placed("G2", "M2", 0.9, close=Outcome.VIOLATED)
+    both = {**unsure, (64, 1): nowhere}
+    out, line, rows = decide_g1(both, ("M1", "M2"), ("G2",), 3.0)
+    assert out is Outcome.VIOLATED and [r["outcome"] for r in rows][-1] is Outcome.VIOLATED
+    assert line == ("K=2 (id): M2 0.050/0.500, M2 0.050/0.500; K=64 (ood): G2 0.050/0.500, none 0.900/0.500 "
+                    "(nearest, KL/radius; needs M1/M2 then G2; decided by K=64 seed 1)")
+    # z is passed on: a margin of 2.5 s.e. decides at z = 2, not at z = 3
+    halfway = {**good, (2, 1): placed("M2", "G2", margin=0.025)}
+    assert decide_g1(halfway, ("M1", "M2"), ("G2",), 2.0)[0] is Outcome.HELD
+    assert decide_g1(halfway, ("M1", "M2"), ("G2",), 3.0)[0] is Outcome.UNDECIDED
+
+
+def test_decide_g1_without_runs_is_refused_not_a_vacuous_held():
+    with pytest.raises(Exception):
+        decide_g1({}, ("M1", "M2"), ("G2",), 3.0)
 
 
 def test_k1_bracket():
@@ -425,6 +475,68 @@ def test_a_crossing_that_falls_with_n_but_not_significantly_is_undecided():
     assert judge_law(fit, 1.0, 3.0, 0.2)[0] is Outcome.UNDECIDED
 
 
+def law_fit(slope=1.0, slope_se=0.125, b=2.25, b_se=0.375, bound=0.5, **more):
+    """A hand-built :func:`fit_offset_law`: the exponent's error is 0.375 and the bound 0.5 in quadrature,
+    0.625 (binary fractions, so the boundaries below are exact)."""
+    return {"slope": slope, "slope_se": slope_se, "b": b, "b_se": b_se, "bound": bound, **more}
+
+
+def test_judge_law_reads_the_exponent_with_the_fit_error_and_the_bound_in_quadrature():
+    """se = hypot(0.375, 0.5) = 0.625: at z = 2 the claim b = 1 stands up to |b - 1| = 1.25 exactly (not beyond
+    it), and falls past it, on either side; the line names b, se, both parts and the claimed exponent."""
+    assert judge_law(law_fit(), 1.0, 2.0, 0.625) == (
+        Outcome.HELD, "b = 2.250 ± 0.625 (fit 0.375, asymptotic bound 0.500); claim 1.0")
+    assert judge_law(law_fit(b=-0.25), 1.0, 2.0, 0.625)[0] is Outcome.HELD
+    out, line = judge_law(law_fit(b=2.3), 1.0, 2.0, 0.625)
+    assert out is Outcome.VIOLATED and line == "b = 2.300 ± 0.625 (fit 0.375, asymptotic bound 0.500); claim 1.0"
+    assert judge_law(law_fit(b=-0.3), 1.0, 2.0, 0.625)[0] is Outcome.VIOLATED
+    assert judge_law(law_fit(b=2.3), 1.0, 3.0, 0.625)[0] is Outcome.HELD  # z is honoured: 1.3 < 3 * 0.625
+    assert judge_law(law_fit(b=1.0), 1.0, 2.0, 0.625)[0] is Outcome.HELD  # on the claim itself
+
+
+def test_judge_law_se_max_is_inclusive_and_says_why_it_is_not_met():
+    """HELD needs se <= se_max: se = 0.625 passes at se_max 0.625, not at 0.6 (UNDECIDED, naming the bound); at
+    se = se_max an undecided law is so for its growth, and says that, not the bound."""
+    assert judge_law(law_fit(), 1.0, 2.0, 0.625)[0] is Outcome.HELD
+    assert judge_law(law_fit(), 1.0, 2.0, 0.6) == (
+        Outcome.UNDECIDED, "b = 2.250 ± 0.625 (fit 0.375, asymptotic bound 0.500); claim 1.0; se above 0.6")
+    assert judge_law(law_fit(slope=0.25), 1.0, 2.0, 0.625)[1].endswith("; growth not significant")
+
+
+def test_judge_law_growth_and_fall_are_decided_at_exactly_z_standard_errors():
+    """A slope of exactly z s.e. (0.375 = 3 * 0.125) is neither growth nor fall: the exponent cannot be HELD
+    ("growth not significant"), nor the law refuted by a fall; a fall beyond z s.e. refutes it, whatever b."""
+    assert judge_law(law_fit(slope=0.375), 1.0, 3.0, 1.0) == (
+        Outcome.UNDECIDED, "b = 2.250 ± 0.625 (fit 0.375, asymptotic bound 0.500); claim 1.0; growth not significant")
+    assert judge_law(law_fit(slope=0.376), 1.0, 3.0, 1.0)[0] is Outcome.HELD
+    assert judge_law(law_fit(slope=0.375), 1.0, 2.0, 1.0)[0] is Outcome.HELD  # z is honoured
+    assert judge_law(law_fit(slope=-0.375, b=1.0), 1.0, 3.0, 1.0)[0] is Outcome.UNDECIDED
+    assert judge_law(law_fit(slope=-0.376, b=1.0), 1.0, 3.0, 1.0) == (
+        Outcome.VIOLATED, "tau falls with N: log-log slope -0.376 ± 0.125")
+    assert judge_law(law_fit(slope=-0.3, b=1.0), 1.0, 2.0, 1.0)[0] is Outcome.VIOLATED  # 2.4 s.e. at z = 2
+
+
+def test_judge_law_without_an_exponent_says_whether_tau_grows():
+    """Fewer than 4 values of N give no exponent (b None): UNDECIDED, with the slope and whether it grows."""
+    assert judge_law(law_fit(b=None), 1.0, 3.0, 1.0) == (
+        Outcome.UNDECIDED, "tau grows with N (log-log slope 1.000 ± 0.125); the exponent needs >= 4 values of N")
+    assert judge_law(law_fit(b=None, slope=0.375), 1.0, 3.0, 1.0) == (
+        Outcome.UNDECIDED, "tau does not grow significantly with N (log-log slope 0.375 ± 0.125); the exponent "
+                           "needs >= 4 values of N")
+    # without an exponent a falling tau still refutes the law
+    assert judge_law(law_fit(b=None, slope=-1.0), 1.0, 3.0, 1.0)[0] is Outcome.VIOLATED
+
+
+def test_judge_law_a_fit_at_the_edge_of_the_exponent_range_decides_nothing():
+    """An exponent at the edge of the profiled range is not a fit: UNDECIDED, said, even where b would match or
+    contradict the claim; at_edge False is the ordinary reading."""
+    for b in (1.0, 4.0):
+        assert judge_law(law_fit(b=b, at_edge=True), 1.0, 2.0, 1.0) == (
+            Outcome.UNDECIDED, f"b = {b:.3f} ± 0.625 (fit 0.375, asymptotic bound 0.500); claim 1.0; the fit ran to "
+                               "the edge of the exponent range [-3, 4]")
+    assert judge_law(law_fit(b=1.0, at_edge=False), 1.0, 2.0, 1.0)[0] is Outcome.HELD
+
+
 # ---------------------------------------------------------------------------- E.1 --
 E_STAGES = ("uniform", "unigram", "bigram")
 
@@ -554,6 +666,135 @@ def test_e1_a_run_never_nearest_the_first_stage_skipped_it():
     rec = fake_record(["unigram", "unigram", "bigram", "bigram"], strategies=E_STAGES)
     out, row = judge_stages(rec, E_STAGES, 3.0)
     assert out is Outcome.VIOLATED and row["why"] == "skipped ['uniform']"
+
+
+def e1_in_order():
+    """uniform (step 0) -> unigram (100) -> bigram (200 on), each nearest by 0.2 at s.e. 0.01; the KL to bigram
+    falls 0.04 +- 0.005 over the second half (from step 200: 0.09 +- 0.003 to 0.05 +- 0.004)."""
+    rec = fake_record(["uniform", "unigram", "bigram", "bigram"], strategies=E_STAGES)
+    rec["eval"]["ood"]["bigram"] = [0.25, 0.25, 0.09, 0.05]
+    rec["eval"]["ood"]["bigram_se"] = [0.01, 0.01, 0.003, 0.004]
+    return rec
+
+
+def e1_stuck():
+    """Nearest unigram from step 100 on, every KL the same over the second half: stuck."""
+    return fake_record(["uniform", "unigram", "unigram", "unigram"], strategies=E_STAGES)
+
+
+def e1_short_of_bigram(fall):
+    """Nearest unigram at the end while still changing; the KL to bigram falls ``fall`` +- 0.01 over the second
+    half (0.006 and 0.008 in quadrature)."""
+    rec = fake_record(["uniform", "uniform", "unigram", "unigram"], strategies=E_STAGES)
+    ood = rec["eval"]["ood"]
+    ood["bigram"], ood["bigram_se"] = [0.9, 0.7, 0.3 + fall, 0.3], [0.01, 0.01, 0.006, 0.008]
+    ood["unigram"] = [0.30, 0.29, 0.051, 0.049]
+    return rec
+
+
+def test_judge_stages_in_order_is_held_and_its_row_records_the_reading():
+    """The row: the nearest-stage sequence, the first step each stage is nearest with margin, the final
+    placement (stage, margin, its s.e., step) and the fall of KL(bigram || model) over the second half."""
+    out, row = judge_stages(e1_in_order(), E_STAGES, 3.0)
+    assert out is Outcome.HELD
+    assert row == {"nearest_sequence": ["uniform", "unigram", "bigram"],
+                   "first_step_with_margin": {"uniform": 0, "unigram": 100, "bigram": 200},
+                   "final": {"stage": "bigram", "margin": pytest.approx(0.2), "se": 0.01, "step": 400},
+                   "fall_towards_last_stage_over_second_half": {"fall": pytest.approx(0.04),
+                                                                "se": pytest.approx(0.005)},
+                   "outcome": "held", "why": ""}
+
+
+@pytest.mark.parametrize("path", [["unigram", "uniform", "bigram", "bigram"],  # the first two stages swapped
+                                  ["uniform", "bigram", "unigram", "bigram"]])  # bigram before unigram
+def test_judge_stages_stages_reached_out_of_order_are_violated(path):
+    out, row = judge_stages(fake_record(path, strategies=E_STAGES), E_STAGES, 3.0)
+    assert (out, row["why"], row["outcome"]) == (Outcome.VIOLATED, "out of order", "violated")
+    assert row["nearest_sequence"] == mr.compact(path)
+
+
+def test_judge_stages_a_run_ending_at_the_last_stage_without_an_earlier_one_skipped_it():
+    out, row = judge_stages(fake_record(["uniform", "bigram", "bigram", "bigram"], strategies=E_STAGES), E_STAGES,
+                            3.0)
+    assert (out, row["why"]) == (Outcome.VIOLATED, "skipped ['unigram']")
+
+
+def test_judge_stages_short_of_the_last_stage_stuck_on_its_way_or_on_a_plateau():
+    """Short of bigram: a model that no longer changes is stuck (VIOLATED); one whose KL to bigram still falls
+    by z s.e. is on its way (UNDECIDED, nothing to say); one still changing whose KL to bigram does not fall
+    by z s.e. is on a plateau (UNDECIDED, said). z is honoured: a fall of 2.5 s.e. is on its way at z = 2."""
+    out, row = judge_stages(e1_stuck(), E_STAGES, 3.0)
+    assert (out, row["why"]) == (Outcome.VIOLATED, "stuck at unigram (the model no longer changes)")
+    assert row["final"]["stage"] == "unigram" and row["fall_towards_last_stage_over_second_half"]["fall"] == 0.0
+    out, row = judge_stages(e1_short_of_bigram(0.2), E_STAGES, 3.0)
+    assert (out, row["why"], row["outcome"]) == (Outcome.UNDECIDED, "", "undecided")
+    assert row["fall_towards_last_stage_over_second_half"] == {"fall": pytest.approx(0.2), "se": pytest.approx(0.01)}
+    plateau = "on a plateau at unigram (still changing) when the budget ran out"
+    out, row = judge_stages(e1_short_of_bigram(0.025), E_STAGES, 3.0)
+    assert (out, row["why"], row["final"]["stage"]) == (Outcome.UNDECIDED, plateau, "unigram")
+    assert judge_stages(e1_short_of_bigram(0.025), E_STAGES, 2.0)[1]["why"] == ""
+
+
+def test_judge_stages_ending_at_the_last_stage_within_its_error_is_not_stuck():
+    """Nearest bigram at the end by 0.005 (half an s.e.) with the model frozen: not at the last stage with
+    margin, but not stuck short of it either: UNDECIDED."""
+    rec = fake_record(["uniform", "unigram", "bigram", "bigram"], strategies=E_STAGES)
+    ood = rec["eval"]["ood"]
+    ood["uniform"][2:] = ood["unigram"][2:] = [0.055, 0.055]
+    out, row = judge_stages(rec, E_STAGES, 3.0)
+    assert out is Outcome.UNDECIDED and row["final"]["stage"] == "bigram"
+    assert not row["why"].startswith("stuck")
+
+
+def test_judge_stages_a_stage_nearest_only_within_its_error_leaves_a_run_at_the_last_stage_undecided():
+    """unigram nearest at step 100 by one s.e. only: not reached, not skipped (it was nearest): a run ending at
+    bigram with margin, frozen there, is UNDECIDED with nothing to say, neither HELD nor stuck."""
+    rec = fake_record(["uniform", "unigram", "bigram", "bigram"], strategies=E_STAGES)
+    ood = rec["eval"]["ood"]
+    ood["uniform"][1] = ood["bigram"][1] = ood["unigram"][1] + 0.01
+    out, row = judge_stages(rec, E_STAGES, 3.0)
+    assert (out, row["why"]) == (Outcome.UNDECIDED, "")
+    assert row["first_step_with_margin"] == {"uniform": 0, "bigram": 200}
+
+
+def test_judge_stages_z_is_honoured_for_the_final_margin():
+    """Ending at bigram by 0.025 (2.5 s.e.): at the last stage with margin at z = 2 (HELD), not at z = 3."""
+    rec = fake_record(["uniform", "unigram", "bigram", "bigram"], strategies=E_STAGES)
+    rec["eval"]["ood"]["uniform"][3] = rec["eval"]["ood"]["unigram"][3] = 0.075
+    assert judge_stages(rec, E_STAGES, 2.0)[0] is Outcome.HELD
+    assert judge_stages(rec, E_STAGES, 3.0)[0] is Outcome.UNDECIDED
+
+
+def test_decide_e1_any_violated_seed_decides_then_any_undecided_and_the_line_lists_every_seed():
+    """VIOLATED if a seed is, UNDECIDED if one is, else HELD, whatever the seeds' order; the line gives each
+    seed's nearest-stage sequence with its outcome (and why, when there is one) and what is needed."""
+    out, line, judged = decide_e1([e1_in_order(), e1_stuck()], E_STAGES, 3.0)
+    assert out is Outcome.VIOLATED
+    assert line == ("uniform -> unigram -> bigram (held); uniform -> unigram (violated: stuck at unigram (the model "
+                    "no longer changes)) (needs uniform -> unigram -> bigram in every seed)")
+    assert [(o, r["why"]) for o, r in judged] == [(Outcome.HELD, ""),
+                                                 (Outcome.VIOLATED, "stuck at unigram (the model no longer changes)")]
+    assert decide_e1([e1_stuck(), e1_short_of_bigram(0.2)], E_STAGES, 3.0)[0] is Outcome.VIOLATED
+    assert decide_e1([e1_short_of_bigram(0.2), e1_stuck()], E_STAGES, 3.0)[0] is Outcome.VIOLATED
+    out, line, _ = decide_e1([e1_in_order(), e1_short_of_bigram(0.2), e1_in_order()], E_STAGES, 3.0)
+    assert out is Outcome.UNDECIDED and line.startswith("uniform -> unigram -> bigram (held); uniform -> unigram "
+                                                        "(undecided); ")
+    out, line, judged = decide_e1([e1_in_order(), e1_in_order()], E_STAGES, 3.0)
+    assert out is Outcome.HELD and len(judged) == 2
+    assert line == ("uniform -> unigram -> bigram (held); uniform -> unigram -> bigram (held) "
+                    "(needs uniform -> unigram -> bigram in every seed)")
+
+
+def test_decide_e1_z_and_the_stages_are_passed_to_every_seed():
+    """A seed at bigram by 2.5 s.e. passes at z = 2, not at z = 3; the stages asked for are the ones judged and
+    named."""
+    rec = e1_in_order()
+    rec["eval"]["ood"]["uniform"][3] = rec["eval"]["ood"]["unigram"][3] = 0.075
+    assert decide_e1([e1_in_order(), rec], E_STAGES, 2.0)[0] is Outcome.HELD
+    assert decide_e1([e1_in_order(), rec], E_STAGES, 3.0)[0] is Outcome.UNDECIDED
+    out, line, _ = decide_e1([e1_in_order()], ("uniform", "bigram", "unigram"), 3.0)
+    assert out is Outcome.VIOLATED and line.endswith("(violated: out of order) (needs uniform -> bigram -> unigram "
+                                                     "in every seed)")
 
 
 # ---------------------------------------------------------------- controls' sets --

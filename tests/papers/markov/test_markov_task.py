@@ -266,3 +266,64 @@ def test_a_tiny_run_is_reproducible_and_complete():
         assert set(a["eval"][which]) >= {"G2", "G2_se", "M2", "loss"}
         assert all(v >= 0 for v in a["eval"][which]["M2"])
     assert a["strategy_loss"]["id"]["M2"] < a["strategy_loss"]["id"]["uniform"]
+
+
+# ------------------------------------------------------------------ one run placed (judge_end) ---
+def _placed(phase="G2", runner_up="M2", *, d=1.0, radius=20.0, d_se=3.0, radius_se=4.0, margin=1.0, se=0.1):
+    """A hand-built :func:`absolute_placement`: ``d``'s and the radius's errors combine to 5 (3, 4 in
+    quadrature), so at z = 2 "close" needs ``radius - d > 10``."""
+    return {"phase": phase, "runner_up": runner_up, "d": d, "radius": radius, "d_se": d_se,
+            "radius_se": radius_se, "margin": margin, "se": se}
+
+
+def test_judge_end_placed_at_a_wanted_phase_is_held_and_at_another_violated():
+    from sim.papers.markov.placement import judge_end
+
+    assert judge_end(_placed(), ["G2"], 2.0) is Outcome.HELD
+    assert judge_end(_placed(), ("M1", "G2"), 2.0) is Outcome.HELD  # any of the wanted phases
+    # placed with margin at the other regime's strategy, or at the uniform plateau
+    assert judge_end(_placed(), ["M1", "M2"], 2.0) is Outcome.VIOLATED
+    assert judge_end(_placed("uniform", "G1"), ["G2"], 2.0) is Outcome.VIOLATED
+
+
+def test_judge_end_none_of_the_above_is_read_with_both_errors_in_quadrature():
+    """close is ``d <= radius`` beyond z * hypot(d_se, radius_se) = 2 * 5 at z = 2 (radius 20): d = 8.9 (11.1
+    inside) is placed, d = 11 (9 inside) is within the error, d = 31 (11 outside) is none of the above, even at a
+    wanted phase nearest by a wide margin."""
+    from sim.papers.markov.placement import judge_end
+
+    assert judge_end(_placed(d=8.9), ["G2"], 2.0) is Outcome.HELD
+    assert judge_end(_placed(d=11.0), ["G2"], 2.0) is Outcome.UNDECIDED  # only d_se (margin 6) would place it
+    assert judge_end(_placed(d=29.0), ["G2"], 2.0) is Outcome.UNDECIDED  # 9 outside: within the error
+    assert judge_end(_placed(d=31.0), ["G2"], 2.0) is Outcome.VIOLATED
+    assert judge_end(_placed(d=31.0), ["M2"], 2.0) is Outcome.VIOLATED  # whatever is wanted
+    # at the boundary (exactly z * 5 inside or outside) the reading is not beyond the error
+    assert judge_end(_placed(d=10.0), ["G2"], 2.0) is Outcome.UNDECIDED
+    assert judge_end(_placed(d=30.0), ["G2"], 2.0) is Outcome.UNDECIDED
+
+
+def test_judge_end_z_is_honoured_for_both_the_radius_and_the_margin():
+    """d = 6 is 14 inside the radius (2.8 errors of 5), the margin 0.25 is 2.5 of its s.e. 0.1: placed at z = 2,
+    within the error at z = 3 on either count alone."""
+    from sim.papers.markov.placement import judge_end
+
+    assert judge_end(_placed(d=6.0, margin=1.0), ["G2"], 2.0) is Outcome.HELD
+    assert judge_end(_placed(d=6.0, margin=1.0), ["G2"], 3.0) is Outcome.UNDECIDED
+    assert judge_end(_placed(d=1.0, margin=0.25), ["G2"], 2.0) is Outcome.HELD
+    assert judge_end(_placed(d=1.0, margin=0.25), ["G2"], 3.0) is Outcome.UNDECIDED
+    assert judge_end(_placed(d=1.0, margin=0.25), ["M2"], 3.0) is Outcome.UNDECIDED  # not sure it is not M2
+
+
+def test_judge_end_a_margin_within_its_error_is_enough_only_when_the_runner_up_is_wanted_too():
+    """Nearest M2, M1 a close runner-up (margin 0.1 = one s.e.): undecided between them, unless both are wanted
+    (the pair is then one reading) - and only both: one of the two wanted is not enough."""
+    from sim.papers.markov.placement import judge_end
+
+    close_pair = _placed("M2", "M1", margin=0.1)
+    assert judge_end(close_pair, ["M1", "M2"], 2.0) is Outcome.HELD
+    assert judge_end(close_pair, ["M2"], 2.0) is Outcome.UNDECIDED  # the runner-up is not wanted
+    assert judge_end(close_pair, ["M1"], 2.0) is Outcome.UNDECIDED  # the nearest is not wanted
+    assert judge_end(close_pair, ["G2"], 2.0) is Outcome.UNDECIDED  # neither: not a violation within the error
+    # a margin of exactly z s.e. is not beyond it
+    assert judge_end(_placed(margin=0.2), ["G2"], 2.0) is Outcome.UNDECIDED
+    assert judge_end(_placed(margin=0.2000001), ["G2"], 2.0) is Outcome.HELD

@@ -314,3 +314,58 @@ def test_segment_slope_error_is_the_relative_errors_over_the_log_span():
     out, number, text = _segment("e", 10, 100, Estimate(0.1, 0.0114, 1000), Estimate(0.05, 0.0057, 1000), 3.0)
     assert out is Outcome.HELD and text == "-0.301 ± 0.070"
     assert number.stderr == pytest.approx(math.hypot(0.114, 0.114) / math.log(10), rel=1e-12)
+
+
+def test_segment_zero_at_both_T_holds_with_a_flat_slope():
+    """An error of 0 at both T has nothing left to fall: HELD, slope 0, reported as such."""
+    from sim.montecarlo import Estimate
+    from sim.papers.nichani.claims.constructions import _segment
+    from sim.verdict import Outcome
+
+    out, number, text = _segment("e", 10, 100, Estimate(0.0, 0.0, 1000), Estimate(0.0, 0.0, 1000), 3.0)
+    assert out is Outcome.HELD and text == "0 at both T"
+    assert (number.name, number.value, number.note) == ("e: slope T=10->100", 0.0, "0 at both T")
+
+
+def test_segment_fall_to_zero_holds_with_slope_minus_infinity():
+    """A positive error (0.5, below 1) that reaches 0 at the later T falls: HELD, slope -inf."""
+    from sim.montecarlo import Estimate
+    from sim.papers.nichani.claims.constructions import _segment
+    from sim.verdict import Outcome
+
+    out, number, text = _segment("e/eps", 10, 100, Estimate(0.5, 0.01, 1000), Estimate(0.0, 0.0, 1000), 3.0)
+    assert out is Outcome.HELD and text == "falls to 0"
+    assert (number.name, number.value, number.note) == ("e/eps: slope T=10->100", -math.inf, "falls to 0")
+
+
+def test_segment_rise_from_zero_is_decided_on_the_later_error_with_z():
+    """From 0 at T=10 to 0.02 +- 0.008 at T=100 the error rises (slope +inf): never HELD; the rise counts once the
+    later value is beyond z standard errors of 0: at z = 2 (0.016) VIOLATED, at z = 3 (0.024) UNDECIDED."""
+    from sim.montecarlo import Estimate
+    from sim.papers.nichani.claims.constructions import _segment
+    from sim.verdict import Outcome
+
+    a, b = Estimate(0.0, 0.0, 1000), Estimate(0.02, 0.008, 1000)
+    out, number, text = _segment("eps", 10, 100, a, b, 2.0)
+    assert out is Outcome.VIOLATED and text == "rises from 0"
+    assert (number.name, number.value, number.note) == ("eps: slope T=10->100", math.inf, "rises from 0")
+    assert _segment("eps", 10, 100, a, b, 3.0)[0] is Outcome.UNDECIDED
+
+
+def test_segment_slope_is_decided_against_zero_with_z_and_reported_as_montecarlo():
+    """A rise 0.05 -> 0.1 (slope +0.301 +- 0.070) is VIOLATED; a fall 0.1 -> 0.05 with relative errors 0.195 each
+    (s.e. hypot(0.195, 0.195) / log 10 = 0.120, 2.5 s.e.) is HELD at z = 2 and UNDECIDED at z = 3. The number
+    is the Monte Carlo log-log slope with its error."""
+    from sim.montecarlo import Estimate
+    from sim.papers.nichani.claims.constructions import _segment
+    from sim.verdict import Outcome
+
+    rise, number, _ = _segment("e", 10, 100, Estimate(0.05, 0.0057, 1000), Estimate(0.1, 0.0114, 1000), 3.0)
+    assert rise is Outcome.VIOLATED and number.value == pytest.approx(math.log(2) / math.log(10), rel=1e-12)
+    assert (number.name, number.kind) == ("e: log-log slope T=10->100", "montecarlo")
+    assert number.note == "d log(error) / d log T between independent draws"
+    a, b = Estimate(0.1, 0.0195, 1000), Estimate(0.05, 0.00975, 1000)
+    assert _segment("e", 10, 100, a, b, 2.0)[0] is Outcome.HELD
+    out, number, text = _segment("e", 10, 100, a, b, 3.0)
+    assert out is Outcome.UNDECIDED and text == "-0.301 ± 0.120"
+    assert number.stderr == pytest.approx(math.hypot(0.195, 0.195) / math.log(10), rel=1e-12)

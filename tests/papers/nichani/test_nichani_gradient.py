@@ -1,4 +1,6 @@
 """Tests of claim N.K3 (sim.papers.nichani.claims.gradient): the gradient at init is a chi-square MI."""
+import math
+
 import numpy as np
 import pytest
 
@@ -212,3 +214,30 @@ def test_jackknife_of_a_mean_is_its_sample_standard_error():
     chunks = np.array([1.0, 2.0, 3.0, 4.0])
     value, se = _jackknife(lambda x: float(x), chunks)
     assert value == 2.5 and se == pytest.approx(np.std(chunks, ddof=1) / 2, rel=1e-14)
+
+
+def test_jackknife_of_a_nonlinear_statistic_recomputes_it_without_each_chunk():
+    """The square of the mean of 1, 2, 3, 4: 6.25 on all chunks; without each chunk the means are 3, 8/3, 7/3, 2,
+    squares 81/9, 64/9, 49/9, 36/9 around 230/36, so s.e. = sqrt(3/4 x (94^2 + 26^2 + 34^2 + 86^2)) / 36 = 3.233
+    (adding a chunk instead of leaving it out gives another spread)."""
+    from sim.papers.nichani.claims.gradient import _jackknife
+
+    value, se = _jackknife(lambda x: float(x) ** 2, np.array([1.0, 2.0, 3.0, 4.0]))
+    assert value == 6.25 and se == pytest.approx(math.sqrt(0.75 * (94 ** 2 + 26 ** 2 + 34 ** 2 + 86 ** 2)) / 36,
+                                                 rel=1e-12)
+
+
+def test_jackknife_averages_matrix_chunks_over_the_chunk_axis():
+    """As the gradient check uses it: chunks (n, T, T), a cosine to F of their mean; delete-one means via np.delete."""
+    from sim.papers.nichani.claims.gradient import _jackknife
+
+    rng = np.random.default_rng(7)
+    G, F = rng.normal(size=(5, 3, 3)) + 1.0, rng.normal(size=(3, 3))
+
+    def cos(M):
+        return float((M * F).sum() / np.sqrt((M * M).sum() * (F * F).sum()))
+
+    loo = np.array([cos(np.delete(G, i, axis=0).mean(0)) for i in range(5)])
+    value, se = _jackknife(cos, G)
+    assert value == pytest.approx(cos(G.mean(0)), rel=1e-12)
+    assert se == pytest.approx(np.sqrt(0.8 * ((loo - loo.mean()) ** 2).sum()), rel=1e-9)

@@ -4,6 +4,7 @@ model trained on the wrong task FAILs with a counterexample, a broken assumption
 ASSUMPTION_UNMET. CUDA is not available on the machine these were written on: the device
 handling is exercised with CPU tensors (the CUDA test runs only where torch sees a GPU)."""
 import dataclasses
+import math
 import zlib
 
 import numpy as np
@@ -502,3 +503,114 @@ def test_family_outcome_two_models_use_a_t_quantile_on_one_degree_of_freedom():
     """Two models at 0.30 and 0.31 against 0.5: the mean 0.305 with s.e. 0.005 sits 39 s.e. below, yet a t quantile
     on 1 degree of freedom at the level of z = 3 (236) keeps it UNDECIDED; on 2 (19.2) it would be VIOLATED."""
     assert family_outcome([0.30, 0.31], [0.0, 0.0], 0.5, 3.0).outcome is Outcome.UNDECIDED
+
+
+def test_across_seeds_averages_float32_values_in_double_precision():
+    """Per-seed values may come as float32 (torch losses): the mean and spread are taken in float64. 2^24 and 1 in
+    float32 average to 8388608.5 in double precision (8388608 if summed in float32); s.e. |a - b| / 2."""
+    from sim.papers.nichani.claims.reporting import across_seeds
+
+    m, se = across_seeds([np.float32(2 ** 24), np.float32(1.0)])
+    assert m == 8388608.5 and se == pytest.approx((2 ** 24 - 1) / 2, rel=1e-15)
+
+
+def test_family_outcome_margins_are_measured_from_the_threshold():
+    """margin > 0 where the family is above the threshold: HELD -> min(v - z se) - threshold, VIOLATED -> the
+    family's upper end mean + t_{n-1}(Phi(z)) s/sqrt(n) + z sqrt(sum se^2)/n minus the threshold, UNDECIDED ->
+    min(v - z se) - threshold; the standard error is hypot(seeds' s.e., measurement s.e.)."""
+    from scipy import stats
+
+    held = family_outcome([0.9, 0.8], [0.01, 0.05], 0.5, 3.0)
+    assert held.outcome is Outcome.HELD and held.margin == pytest.approx(0.8 - 3 * 0.05 - 0.5, rel=1e-12)
+    low = family_outcome([0.20, 0.21, 0.22], [0.01] * 3, 0.5, 3.0)
+    s, e = 0.01 / math.sqrt(3), math.sqrt(3 * 0.01 ** 2) / 3  # sample s.e. of 0.20..0.22; error of the mean
+    q = stats.t.isf(stats.norm.sf(3.0), 2)  # 19.2 on 2 degrees of freedom
+    assert low.outcome is Outcome.VIOLATED
+    assert low.margin == pytest.approx(0.21 + q * s + 3.0 * e - 0.5, rel=1e-9)
+    assert low.stderr == pytest.approx(math.hypot(s, e), rel=1e-9)
+    mixed = family_outcome([0.9, 0.2], [0.0, 0.0], 0.5, 3.0)
+    assert mixed.outcome is Outcome.UNDECIDED and mixed.margin == pytest.approx(0.2 - 0.5, rel=1e-12)
+
+
+def test_family_outcome_exactly_at_the_threshold_is_undecided():
+    """``value > threshold`` is strict: one exact model at the threshold is neither above it nor below it."""
+    res = family_outcome([0.5], [0.0], 0.5, 3.0)
+    assert res.outcome is Outcome.UNDECIDED and res.margin == 0.0
+
+
+def test_family_outcome_one_model_carries_its_own_measurement_error():
+    """A single model has no spread to estimate: its standard error is its own measurement error."""
+    res = family_outcome([0.55], [0.02], 0.5, 3.0)
+    assert res.stderr == pytest.approx(0.02, rel=1e-15) and res.n == 1
+
+
+def test_family_outcome_record_reports_family_criterion_values_seeds_and_threshold():
+    """The report names the family, the criterion, the outcome, mean, s.e., every model's value and training seed."""
+    res = family_outcome([0.20, 0.21, 0.22], [0.0] * 3, 0.5, 3.0, graph="chain", criterion="loss",
+                         seeds=[11, 12, 13])
+    rec = res.record()
+    assert rec == {"graph family": "chain", "criterion": "loss", "outcome": Outcome.VIOLATED.value,
+                   "mean over trained models": pytest.approx(0.21, rel=1e-12),
+                   "standard error": pytest.approx(0.01 / math.sqrt(3), rel=1e-9), "trained models": 3,
+                   "per model": [0.2, 0.21, 0.22], "training seeds": [11, 12, 13], "threshold": 0.5}
+    assert res.values == (0.20, 0.21, 0.22) and res.seeds == (11, 12, 13) and res.threshold == 0.5
+    bare = family_outcome([0.9], [0.0], 0.5, 3.0).record()  # nothing named: the fields stay empty
+    assert bare["graph family"] == "" and bare["criterion"] == "" and bare["training seeds"] == []
+
+
+def test_family_outcome_checks_its_inputs_and_reads_no_errors_as_exact():
+    """No errors given: the models are exact (as with zeros); one error per value and at least one value needed."""
+    msg = "^family_outcome needs one error per value, and at least one value$"  # the whole message
+    assert family_outcome([0.6, 0.7], [], 0.5, 3.0) == family_outcome([0.6, 0.7], [0.0, 0.0], 0.5, 3.0)
+    with pytest.raises(ValueError, match=msg):
+        family_outcome([0.6, 0.7], [0.01], 0.5, 3.0)
+    with pytest.raises(ValueError, match=msg):
+        family_outcome([], [], 0.5, 3.0)
+
+
+def test_family_outcome_combines_float32_inputs_in_double_precision():
+    """float32 values and errors are combined in float64: 2^24 and 1 average to 8388608.5; errors 4097 and 1 give
+    the mean an error sqrt(4097^2 + 1) / 2 (in float32 the sum of squares would round to 4097^2 - 1)."""
+    avg = family_outcome([np.float32(2 ** 24), np.float32(1.0)], [0.0, 0.0], 0.0, 3.0)
+    assert avg.mean == 8388608.5
+    err = family_outcome([0.0, 0.0], [np.float32(4097.0), np.float32(1.0)], 1e6, 3.0)
+    assert err.stderr == pytest.approx(math.sqrt(4097 ** 2 + 1) / 2, rel=1e-12)
+
+
+def test_k1_decision_two_seeds_use_the_t_quantile_at_the_welch_df_and_honour_z():
+    """Two seeds per T: margin 0.5 x 0.21 - 0.065 = 0.04 with variance 0.25 (s0^2/2 + 0.004^2) + s1^2/2 + 0.003^2
+    = 6.3e-5 (5.04 s.e.), the seeds' parts on 1 degree of freedom each: Welch df = 6.3e-5^2 / (2 (2.5e-5)^2)
+    = 3.18. At z = 3 the t quantile (8.55) leaves it UNDECIDED (the normal 3 would hold it); at z = 2 (3.20) HELD.
+    The line names both T, both excesses with their errors, the target and the quantile with its df."""
+    from scipy import stats
+
+    first = [Estimate(0.20, 0.004, 4096), Estimate(0.22, 0.004, 4096)]
+    last = [Estimate(0.06, 0.003, 4096), Estimate(0.07, 0.003, 4096)]
+    var0 = np.var([0.20, 0.22], ddof=1) / 2 + 0.004 ** 2  # seeds' spread of the mean + the shared prompts' error
+    var1 = np.var([0.06, 0.07], ddof=1) / 2 + 0.003 ** 2
+    var = 0.25 * var0 + var1
+    df = var ** 2 / ((0.25 * np.var([0.20, 0.22], ddof=1) / 2) ** 2 + (np.var([0.06, 0.07], ddof=1) / 2) ** 2)
+    strict, loose = k1_decision(first, last, 10, 160, z=3.0), k1_decision(first, last, 10, 160, z=2.0)
+    assert strict.outcome is Outcome.UNDECIDED and loose.outcome is Outcome.HELD
+    assert strict.margin == pytest.approx(0.04, rel=1e-12) and strict.stderr == pytest.approx(math.sqrt(var))
+    q = stats.t.isf(stats.norm.sf(3.0), df)
+    assert strict.line == (f"L_eps - L_eps(pi): 0.2100 ± {math.sqrt(var0):.2g} at T=10 -> 0.0650 ± "
+                           f"{math.sqrt(var1):.2g} at T=160; needs <= 0.5 x 0.2100 = 0.1050 by {q:.3g} s.e. "
+                           f"(Student-t, {df:.1f} degrees of freedom)")
+    assert "8.55 s.e." in strict.line and "3.2 degrees" in strict.line
+
+
+def test_k1_decision_one_model_uses_z_and_the_factor_given():
+    """One model (a control): only its prompts' error counts, read with z itself (no Student-t). 0.2 -> 0.13 is a
+    plateau above 0.5 x 0.2 (margin -0.03, s.e. sqrt(0.25 x 0.01^2 + 0.004^2)): VIOLATED; with factor 0.8 the
+    target is 0.16 (margin +0.03, s.e. sqrt(0.64 x 0.01^2 + 0.004^2) = 0.0089): HELD."""
+    first, last = [Estimate(0.2, 0.01, 4096)], [Estimate(0.13, 0.004, 4096)]
+    plateau = k1_decision(first, last, 10, 160, z=3.0)
+    assert plateau.outcome is Outcome.VIOLATED and plateau.margin == pytest.approx(-0.03, rel=1e-12)
+    assert plateau.stderr == pytest.approx(math.sqrt(0.25e-4 + 0.004 ** 2), rel=1e-12)
+    assert plateau.line == ("L_eps - L_eps(pi): 0.2000 ± 0.01 at T=10 -> 0.1300 ± 0.004 at T=160; "
+                            "needs <= 0.5 x 0.2000 = 0.1000 by 3 s.e.")
+    loose = k1_decision(first, last, 10, 160, z=3.0, factor=0.8)
+    assert loose.outcome is Outcome.HELD and loose.margin == pytest.approx(0.03, rel=1e-12)
+    assert loose.stderr == pytest.approx(math.sqrt(0.64e-4 + 0.004 ** 2), rel=1e-12)
+    assert loose.line.endswith("needs <= 0.8 x 0.2000 = 0.1600 by 3 s.e.")

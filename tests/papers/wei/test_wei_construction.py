@@ -5,7 +5,7 @@ zero entry."""
 import numpy as np
 import pytest
 
-from sim.papers.wei.claims.construction import W_T1, _fit_rate, attention_error_bound
+from sim.papers.wei.claims.construction import W_T1, _fit_rate, attention_error_bound, decide_tv_limit
 from sim.priors import Point
 from sim.verdict import FindingKind, Outcome, Verdict
 
@@ -219,3 +219,46 @@ def test_decide_tv_limit_decides_the_halving_at_its_own_z():
     assert 3.0 < t < 6.0 and at_z["halving_outcome"] is Outcome.HELD
     strict = decide_tv_limit(tv, seed=0, z=3.0, z_halving=6.0)
     assert strict["halving_outcome"] is Outcome.UNDECIDED and strict["outcome"] is not Outcome.HELD
+
+
+def _pair(mean, se):
+    """Two per-prompt values with sample mean ``mean`` and standard error exactly ``se`` (n = 2)."""
+    return np.array([mean + se, mean - se])
+
+
+def test_decide_tv_limit_records_the_seed_and_honours_z():
+    """Every Monte Carlo number carries its seed: the steps and the halving record the seed passed in.
+    z is honoured at the steps: one step of 2.5 s.e. (and a halving of 2.4 s.e.) is HELD at z = 2 and
+    UNDECIDED at z = 3, compare's default."""
+    tv = {1: _pair(0.26, 0.1), 2: np.array([0.01, 0.01])}  # step 0.25 +- 0.1, halving 0.24 +- 0.1
+    dec = decide_tv_limit(tv, seed=7, z=2.0)
+    assert [e.seed for _, _, e in dec["steps"]] == [7] and dec["halving"].seed == 7
+    assert dec["outcome"] is Outcome.HELD
+    assert decide_tv_limit(tv, seed=7, z=3.0)["outcome"] is Outcome.UNDECIDED
+
+
+def test_decide_tv_limit_line_names_the_smallest_step_by_its_lower_bound():
+    """The line names the step whose lower bound value - z s.e. is smallest, with its own L's: here the
+    second step (0.3 +- 0.05, lower bound 0.15), not the first (0.25 +- 0.005, lower bound 0.235) although
+    the first has the smaller value and the smaller upper bound."""
+    tv = {64: np.zeros(2), 16: _pair(0.3, 0.05)}
+    tv[4] = tv[16] + _pair(0.25, 0.005)
+    dec = decide_tv_limit(tv, seed=0, z=3.0)
+    assert dec["outcome"] is Outcome.HELD
+    assert "; smallest step TV(L=16) - TV(L=64) = 0.3 ± 0.05 (needs > 0)" in dec["line"], dec["line"]
+
+
+def test_decide_tv_limit_line_keeps_the_halving_and_notes_still_falling_only_when_not_at_half():
+    """The "still falling" note is added only when the halving is violated *and* the last step still
+    falls; it names the largest L and is appended to the halving/step line, not in its place."""
+    Ls = (1, 4, 16, 48)
+    slow = {L: m + _pair(0.0, 0.001 * (k + 1)) for k, (L, m) in enumerate(zip(Ls, (0.10, 0.09, 0.08, 0.07)))}
+    dec = decide_tv_limit(slow, seed=0, z=3.0)
+    assert dec["halving_outcome"] is Outcome.VIOLATED and dec["still_falling"] and dec["outcome"] is Outcome.UNDECIDED
+    assert dec["line"].startswith("TV(L=1) - 2 TV(L=48) = -0.04 ± ")
+    assert dec["line"].endswith("; not yet at half but still falling at L=48 (a larger L decides)"), dec["line"]
+    # still falling but already at half: HELD, and no note
+    fast = {L: m + _pair(0.0, 0.001 * (k + 1)) for k, (L, m) in enumerate(zip(Ls, (0.10, 0.06, 0.03, 0.01)))}
+    dec = decide_tv_limit(fast, seed=0, z=3.0)
+    assert dec["still_falling"] and dec["outcome"] is Outcome.HELD
+    assert "still falling" not in dec["line"], dec["line"]

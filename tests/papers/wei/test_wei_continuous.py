@@ -4,7 +4,7 @@ a non-orthogonal A or rho = 0 is ASSUMPTION_UNMET with the conclusion's status r
 import numpy as np
 import pytest
 
-from sim.papers.wei.claims.continuous import W_P2, _bma_logits, _ls_fit, _sample
+from sim.papers.wei.claims.continuous import W_P2, _bma_logits, _ls_fit, _sample, decide_gap
 from sim.papers.wei.task import orthogonal_matrix
 from sim.sampling import random_recursive_parents
 from sim.verdict import FindingKind, Outcome, Verdict
@@ -184,3 +184,35 @@ def test_the_no_bilinear_check_uses_min_residual(run):
     res = run(W_P2, tiers=("exact",), min_residual=1.01 * residual)
     assert res.verdict is Verdict.FAIL
     assert res.tiers[0].counterexample["required residual >"] == pytest.approx(1.01 * residual)
+
+
+def _gaps(g1, se1, g16, se16):
+    """Per-prompt accuracies (two prompts) at L = 1, 4, 16 whose paired gap has mean ``g`` and standard
+    error ``se`` at L = 1 and 16 (0.1 +- 0.01 at L = 4); the shrink gap(1) - gap(16) then has mean
+    ``g1 - g16`` and standard error ``|se1 - se16|``."""
+    model = {L: np.full(2, 0.5) for L in (1, 4, 16)}
+    bma = {L: 0.5 + np.array([g + se, g - se]) for L, g, se in ((1, g1, se1), (4, 0.1, 0.01), (16, g16, se16))}
+    return bma, model
+
+
+def test_decide_gap_records_the_seed_and_names_its_ls():
+    """Every Monte Carlo number carries its seed (the gaps and the shrink), and the line reads the gap at
+    the smallest L and the shrink from the smallest to the largest L, with their values."""
+    dec = decide_gap(*_gaps(0.25, 0.01, 0.0, 0.02), seed=11, z=3.0)
+    assert [e.seed for e in dec["gaps"].values()] == [11, 11, 11] and dec["shrink"].seed == 11
+    assert dec["outcome"] is Outcome.HELD
+    assert dec["line"] == ("gap(L=1) = 0.25 ± 0.01 (needs > 0); gap(L=1) - gap(L=16) = 0.25 ± 0.01 "
+                           "(needs > 0, 3 s.e.)"), dec["line"]
+
+
+def test_decide_gap_honours_z_and_the_standard_errors():
+    """Both criteria are decided beyond z s.e. at the z given: a gap and a shrink of 2.5 s.e. are HELD
+    at z = 2 and UNDECIDED at z = 3 (compare's default); either one alone at 2.5 s.e. (the other
+    far beyond its error) leaves the outcome UNDECIDED at z = 3, not HELD."""
+    both = _gaps(0.25, 0.1, 0.0, 0.2)  # gap(1) 0.25 +- 0.1, shrink 0.25 +- 0.1
+    assert decide_gap(*both, seed=0, z=2.0)["outcome"] is Outcome.HELD
+    assert decide_gap(*both, seed=0, z=3.0)["outcome"] is Outcome.UNDECIDED
+    first_only = _gaps(0.25, 0.1, 0.0, 0.09)  # shrink 0.25 +- 0.01
+    assert decide_gap(*first_only, seed=0, z=3.0)["outcome"] is Outcome.UNDECIDED
+    shrink_only = _gaps(0.25, 0.01, 0.0, 0.11)  # gap(1) 0.25 +- 0.01, shrink 0.25 +- 0.1
+    assert decide_gap(*shrink_only, seed=0, z=3.0)["outcome"] is Outcome.UNDECIDED

@@ -372,3 +372,130 @@ def test_an_exact_tie_between_the_parent_and_a_competitor_is_violated():
     g = np.zeros((50, 3, 3))
     g[:, 2, :2] = 1.0
     assert decide_gradient(g, {2: [1.0, 1.0]}, {2: 0}, 3.0, seed=0)["outcome"] is Outcome.VIOLATED
+
+
+# ------------------------------------------------ decide_gradient on hand-built gradients --
+def _two_samples(H, mean, spread=None):
+    """Per-sample gradients ``(2, H, H)``: entry (h, k) is ``mean[h][k] ± spread[h][k]``, so its MC mean is
+    ``mean[h][k]`` and its s.e. ``spread[h][k]`` (two samples: the s.e. is half their distance); a paired
+    margin G[pa] - G[k] has the s.e. ``|spread[pa] - spread[k]|``."""
+    g = np.zeros((2, H, H))
+    for h, row in mean.items():
+        s = np.asarray(spread[h], float) if spread and h in spread else np.zeros(h)
+        g[0, h, :h], g[1, h, :h] = np.asarray(row, float) + s, np.asarray(row, float) - s
+    return g
+
+
+def _per_entry_z(z, m):
+    # Bonferroni by its definition: m two-sided tests sharing the two-sided level 2 Phi(-z)
+    from scipy.stats import norm
+
+    return norm.isf(norm.sf(z) / m)
+
+
+def test_decide_gradient_reports_every_field_the_bonferroni_zs_and_the_seed_of_its_margins():
+    """H = 5 has m = 2 + 3 + 4 = 9 entries and 1 + 2 + 3 = 6 parent-competitor pairs: z_b and z_pair are the
+    Bonferroni z for those counts (at H = 3, one pair: z_pair = z). Each position's margin is the smallest
+    G[pa] - G[k] (sign +1 by default), an Estimate that records the stream's seed and n; an exact match
+    everywhere has worst_t = 0 and still names an entry (the counterexample is built from it)."""
+    from sim.papers.wei.claims.dynamics import decide_gradient
+
+    mean = {2: [1.0, 0.2], 3: [0.1, 0.9, 0.3], 4: [0.0, 0.2, 0.7, 0.4]}
+    dec = decide_gradient(_two_samples(5, mean), mean, {2: 0, 3: 1, 4: 2}, 3.0, seed=17)
+    assert set(dec) == {"outcome", "worst_t", "z_b", "z_pair", "worst", "margins", "outcome_agree",
+                        "outcome_argmax", "line"}
+    assert dec["z_b"] == pytest.approx(_per_entry_z(3.0, 9), rel=1e-12)
+    assert dec["z_pair"] == pytest.approx(_per_entry_z(3.0, 6), rel=1e-12)
+    assert {h: e.value for h, e in dec["margins"].items()} == pytest.approx({2: 0.8, 3: 0.6, 4: 0.3}, abs=1e-12)
+    assert all(e.seed == 17 and e.n == 2 and e.stderr == 0.0 for e in dec["margins"].values())
+    assert dec["outcome"] is dec["outcome_agree"] is dec["outcome_argmax"] is Outcome.HELD
+    w = dec["worst"]
+    assert dec["worst_t"] == 0.0 and w is not None, w
+    assert set(w) == {"h", "h_prime", "monte carlo", "stderr", "exact", "n", "seed"}
+    assert w["exact"] == w["monte carlo"] == mean[w["h"]][w["h_prime"]]
+    assert (w["stderr"], w["n"], w["seed"]) == (0, 2, 17)
+    # spreadless: the smallest margin is also the smallest shortfall in s.e.
+    assert dec["line"] == (f"smallest MC margin G[pa] - G[other] 0.3 ± 0 at h=4 (needs > 0 by {dec['z_pair']:.2f} "
+                           f"s.e.); max |MC - exact| / s.e. 0.00 (needs <= {dec['z_b']:.2f})")
+    small = decide_gradient(_two_samples(3, {2: [1.0, 0.2]}), {2: [1.0, 0.2]}, {2: 0}, 2.5, seed=3)
+    assert small["z_pair"] == pytest.approx(2.5, rel=1e-12) and small["z_b"] == pytest.approx(_per_entry_z(2.5, 2))
+
+
+def test_decide_gradient_agreement_is_measured_in_standard_errors_and_names_the_worst_entry():
+    """An MC mean 1.0 ± 0.3 against an exact G of 0.4 is (0.6 - round-off) / 0.3 = 2.0 s.e. off: it agrees at z = 3
+    (z_b = 3.21 for m = 2 entries) and disagrees at z = 1.5 (z_b = 1.83), where the decision is VIOLATED although the
+    parent leads; the worst entry is reported with its MC mean, s.e., exact value, n and seed."""
+    from sim.papers.wei.claims.dynamics import ROUNDOFF, decide_gradient
+
+    g = _two_samples(3, {2: [1.0, 0.2]}, {2: [0.3, 0.3]})  # equal spreads: the paired margin 0.8 has none
+    exact = {2: [0.4, 0.2]}
+    dec = decide_gradient(g, exact, {2: 0}, 3.0, seed=5)
+    assert dec["worst_t"] == pytest.approx((0.6 - ROUNDOFF) / 0.3, abs=1e-13)
+    assert dec["worst"] == pytest.approx({"h": 2, "h_prime": 0, "monte carlo": 1.0, "stderr": 0.3, "exact": 0.4,
+                                          "n": 2, "seed": 5}, abs=1e-12)
+    assert dec["outcome_agree"] is Outcome.HELD and dec["outcome"] is Outcome.HELD
+    dec = decide_gradient(g, exact, {2: 0}, 1.5, seed=5)
+    assert dec["z_b"] == pytest.approx(1.83, abs=0.01) and dec["outcome_argmax"] is Outcome.HELD
+    assert dec["outcome_agree"] is Outcome.VIOLATED and dec["outcome"] is Outcome.VIOLATED
+
+
+def test_decide_gradient_argmax_reads_the_paired_margin_against_z_pair_s_e():
+    """A parent leading by 0.25 ± 0.1 (2.5 s.e.): HELD at z = 2, UNDECIDED at z = 3 (not VIOLATED: there is
+    spread, so it is no tie), and the whole decision follows (agreement holds). Trailing by 0.25: VIOLATED at
+    z = 2. One violated position outweighs an undecided one, and a disagreement outweighs an undecided argmax."""
+    from sim.papers.wei.claims.dynamics import decide_gradient
+
+    lead = {2: [0.25, 0.0]}
+    g = _two_samples(3, lead, {2: [0.1, 0.0]})
+    assert decide_gradient(g, lead, {2: 0}, 2.0, 0)["outcome"] is Outcome.HELD
+    dec = decide_gradient(g, lead, {2: 0}, 3.0, 0)
+    assert dec["outcome_agree"] is Outcome.HELD and dec["outcome_argmax"] is dec["outcome"] is Outcome.UNDECIDED
+    trail = {2: [-0.25, 0.0]}
+    dec = decide_gradient(_two_samples(3, trail, {2: [0.1, 0.0]}), trail, {2: 0}, 2.0, 0)
+    assert dec["outcome_agree"] is Outcome.HELD and dec["outcome_argmax"] is dec["outcome"] is Outcome.VIOLATED
+    # H = 4 at z = 2 (z_pair 2.39 over 3 pairs): h = 2 trails by 10 s.e., h = 3 leads by 1 s.e. on both competitors
+    mixed = {2: [-1.0, 0.0], 3: [0.1, 0.0, 0.0]}
+    g = _two_samples(4, mixed, {2: [0.1, 0.0], 3: [0.1, 0.0, 0.0]})
+    dec = decide_gradient(g, mixed, {2: 0, 3: 0}, 2.0, 0)
+    assert dec["outcome_argmax"] is dec["outcome"] is Outcome.VIOLATED
+    # the undecided h = 3 alone, against an exact G it disagrees with
+    dec = decide_gradient(g, {2: [-1.0, 0.0], 3: [5.0, 0.0, 0.0]}, {2: 1, 3: 0}, 2.0, 0)
+    assert dec["outcome_argmax"] is Outcome.UNDECIDED and dec["outcome_agree"] is dec["outcome"] is Outcome.VIOLATED
+
+
+def test_decide_gradient_line_names_the_smallest_margin_in_standard_errors_above_the_requirement():
+    """The line reports the position whose margin is fewest s.e. above what it needs: 0.2 ± 0.1 at h = 2 (2 s.e.)
+    rather than 0.1 ± 0.001 at h = 3 (100 s.e., though smaller); with 0.0999 required at h = 3 that one is 0.1 s.e.
+    above and is named, with its requirement. Position 3's margin is its closest competitor's (the last one)."""
+    from sim.papers.wei.claims.dynamics import decide_gradient
+
+    mean = {2: [0.2, 0.0], 3: [0.5, 0.0, 0.4]}
+    g = _two_samples(4, mean, {2: [0.1, 0.0], 3: [0.001, 0.0, 0.0]})
+    dec = decide_gradient(g, mean, {2: 0, 3: 0}, 3.0, 0)
+    assert dec["margins"][3].value == pytest.approx(0.1, abs=1e-12) and dec["margins"][3].stderr == pytest.approx(1e-3)
+    assert "0.2 ± 0.1 at h=2 (needs > 0 by " in dec["line"], dec["line"]
+    dec = decide_gradient(g, mean, {2: 0, 3: 0}, 3.0, 0, required={2: 0.0, 3: 0.0999})
+    assert "0.1 ± 0.001 at h=3 (needs > 0.0999 by " in dec["line"], dec["line"]
+
+
+def test_decide_gradient_boundaries_are_inclusive_at_z_b_and_at_roundoff_spread():
+    """An entry exactly z_b s.e. (plus round-off) from the exact G still agrees ("within z_b s.e."), and a margin
+    whose spread is exactly ROUNDOFF counts as spreadless: 2e-12 ± 1e-12 against a requirement of 0 is a tie
+    (VIOLATED), while with a spread just above round-off it stays UNDECIDED; a spreadless lead within ROUNDOFF
+    of the requirement is a tie as well."""
+    from sim.papers.wei.claims.dynamics import ROUNDOFF, _bonferroni_z, decide_gradient
+
+    z_b = _bonferroni_z(3.0, 2)
+    g = _two_samples(3, {2: [0.0, 5.0]}, {2: [1.0, 1.0]})  # means 0 and 5, s.e. 1 each; the parent (1) leads by 5
+    dec = decide_gradient(g, {2: [z_b + ROUNDOFF, 5.0]}, {2: 1}, 3.0, 0)
+    assert dec["worst_t"] == dec["z_b"]  # the premise: exactly on the boundary in floating point
+    assert dec["outcome_agree"] is Outcome.HELD
+    g = np.zeros((2, 3, 3))
+    g[:, 2, 0] = [1e-12, 3e-12]  # margin over g[:, 2, 1] = 0: mean 2e-12, s.e. exactly 1e-12
+    dec = decide_gradient(g, {2: [2e-12, 0.0]}, {2: 0}, 3.0, 0)
+    assert dec["margins"][2].stderr == ROUNDOFF and dec["outcome_argmax"] is Outcome.VIOLATED
+    g[:, 2, 0] = [1e-12, 3.1e-12]
+    assert decide_gradient(g, {2: [2.05e-12, 0.0]}, {2: 0}, 3.0, 0)["outcome_argmax"] is Outcome.UNDECIDED
+    # a spreadless lead within round-off (5e-13) is a tie too, not a lead
+    g[:, 2, 0] = 5e-13
+    assert decide_gradient(g, {2: [5e-13, 0.0]}, {2: 0}, 3.0, 0)["outcome_argmax"] is Outcome.VIOLATED

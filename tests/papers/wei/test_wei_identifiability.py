@@ -5,6 +5,7 @@ defaults; the expected-LLR (KL) exponent, twice Chernoff and a 10 % perturbation
 identical rows (no identifiability) are ASSUMPTION_UNMET with the decay violated; too small a
 budget is INCONCLUSIVE with the budget that decides it."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,9 @@ import pytest
 from sim.papers.wei.claims.identifiability import (WINDOWS_T, W_T2, _at_least_zero, _band, _band_bounds,
                                                    _decay_check, _fit_bias_bound, _is_estimate, _lattice,
                                                    _log_prefactor, _map_exponent_outcome, _pairwise_hits, _rate_check,
-                                                   _second_order, _select_decay_pair, _support_gap_bound, _wls_rate)
+                                                   _second_order, _segment_gap, _select_decay_pair, _support_gap_bound,
+                                                   _wls_rate, decide_rate)
+from sim.montecarlo import Estimate
 from sim.priors import Point
 from sim.sequential import bonferroni_z
 from sim.verdict import FindingKind, Outcome, Verdict
@@ -375,3 +378,76 @@ def test_a_positions_map_exponent_is_its_hardest_competitors():
     assert _map_exponent_outcome({0: 0.3, 2: 5e-13})[0] is Outcome.VIOLATED
     assert _map_exponent_outcome({0: 0.3, 2: 0.1}) == (Outcome.HELD, 0.1)
     assert _map_exponent_outcome({0: 0.3, 2: -0.1}) == (Outcome.VIOLATED, -0.1)
+
+
+def test_segment_gap_is_twice_the_farthest_distance_from_the_segment_to_a_point():
+    """_segment_gap(points, lo, hi) = 2 max_{y in [lo, hi]} min_x |x - y|, by hand: at an end of the segment,
+    at the middle of a gap inside it, never from a gap outside it; inf with no points."""
+    assert _segment_gap([], 0.0, 1.0) == math.inf
+    assert _segment_gap([0.25], 0.0, 1.0) == 1.5  # farthest: hi = 1, at 0.75
+    assert _segment_gap([1.0, 0.0], 0.1, 0.2) == pytest.approx(0.4)  # the left neighbour is nearer: y = 0.2 at 0.2
+    assert _segment_gap([0.0, 0.25, 1.0], 0.0, 1.5) == 1.0  # beyond the last point: y = 1.5 at 0.5
+    assert _segment_gap([0.0, 0.25, 1.0], 0.0, 1.0) == 0.75  # the middle of the gap (0.25, 1): 0.375
+    assert _segment_gap([-2.0, 0.0, 0.5, 1.0], 0.0, 1.0) == 0.5  # the gap (-2, 0) is outside the segment
+    assert _segment_gap([3.0, 4.0, 10.0], 3.0, 4.0) == 1.0  # the middle 3.5 of the gap (3, 4)
+    # against a dense grid of the segment, on scattered points
+    rng = np.random.default_rng(3)
+    pts = rng.uniform(-1.0, 2.0, 12)
+    ys = np.linspace(-0.5, 1.5, 200_001)
+    brute = 2 * np.abs(ys[:, None] - pts[None, :]).min(1).max()
+    assert _segment_gap(pts, -0.5, 1.5) == pytest.approx(brute, abs=1e-4)
+
+
+def test_rate_check_boundaries_are_inclusive_as_documented():
+    """VIOLATED only when |measured - claimed| is *more* than z se + bias; HELD when that error is at most the
+    resolution. Exact binary numbers: |diff| = err = resolution = 0.25 is HELD, not VIOLATED nor UNDECIDED."""
+    assert _rate_check(0.5, 0.0625, 0.25, 0.125, 2.0, 0.25) is Outcome.HELD
+    assert _rate_check(0.5, 0.0625, 0.25, 0.125, 2.0, 0.125) is Outcome.UNDECIDED
+    assert _rate_check(0.5, 0.0625, 0.25, 0.0625, 2.0, 0.25) is Outcome.VIOLATED
+
+
+def _synthetic_rate_inputs(rel_se):
+    """A lattice law (no granularity band) and IS estimates that follow its Bahadur-Rao form exactly: P(L) =
+    corr(L) 0.3 exp(-rate L) / sqrt(L), relative error ``rel_se`` at every L, with an L-dependent corr."""
+    pi = np.array([[0.8, 0.2], [0.2, 0.8]])
+    v, p = llr_law(pi, [-1, 0, 1, 0], 2, 0)
+    lattice = _lattice(v)
+    rate = chernoff(v, p)
+    Lis = sorted({int(round(x / rate)) for x in (4, 6, 8, 10, 12)})
+    corr = {L: 0.8 + 0.1 * k for k, L in enumerate(Lis)}
+    P = {L: corr[L] * 0.3 * math.exp(-rate * L) / math.sqrt(L) for L in Lis}
+    ests = {L: Estimate(P[L], rel_se * P[L], 1000, 5) for L in Lis}
+    return Lis, ests, corr, rate, (v, p, lattice)
+
+
+def test_decide_rate_reads_the_rate_and_its_error_off_the_corrected_estimates():
+    """On estimates that follow c - rate L exactly once corr is divided out: the rate and c = log 0.3 come back;
+    equal relative errors r are equal WLS weights, so se = r / sqrt(sum (L - mean L)^2); the error allowed is
+    z se + the bias bound, whose granularity part is 0 on a lattice law; the line reports |rate - claimed|."""
+    Lis, ests, corr, rate, law = _synthetic_rate_inputs(0.01)
+    dec = decide_rate(Lis, ests, corr, rate, law, 3.0, 0.1 * rate)
+    assert dec["outcome"] is Outcome.HELD, dec["line"]
+    L = np.array(Lis, float)
+    assert dec["rate"] == pytest.approx(rate, rel=1e-9) and dec["c0"] == pytest.approx(math.log(0.3), rel=1e-9)
+    assert dec["se"] == pytest.approx(0.01 / math.sqrt(((L - L.mean()) ** 2).sum()), rel=1e-9)
+    assert dec["chi2"] < 1e-12
+    second, grain = dec["bias parts"]
+    assert grain == 0.0 and dec["bias"] == second > 0
+    assert dec["err"] == pytest.approx(3.0 * dec["se"] + dec["bias"], rel=1e-12)
+    # a claim 50 % off: VIOLATED, and the line gives the measured rate and the difference to the claim
+    off = decide_rate(Lis, ests, corr, 1.5 * rate, law, 3.0, 0.1 * rate)
+    assert off["outcome"] is Outcome.VIOLATED
+    assert off["line"].startswith(f"measured rate {off['rate']:.4g} ± {off['se']:.2g} vs exponent {1.5 * rate:.4g}")
+    diff = float(re.search(r"\|diff\| (\S+) vs 3 s\.e\. \+ bias bound", off["line"]).group(1))
+    assert diff == pytest.approx(0.5 * rate, rel=0.03)  # printed to 2 digits
+    # the same fit with a resolution finer than its error: UNDECIDED
+    assert decide_rate(Lis, ests, corr, rate, law, 3.0, 0.5 * dec["err"])["outcome"] is Outcome.UNDECIDED
+
+
+def test_decide_rate_without_two_positive_estimates_is_undecided_with_no_rate():
+    """No hit at the larger L (estimates of 0): no rate can be fitted; UNDECIDED with rate None and the reason."""
+    Lis, ests, corr, rate, law = _synthetic_rate_inputs(0.01)
+    ests = {L: ests[L] if L == Lis[0] else Estimate(0.0, 0.0, 1000, 5) for L in Lis}
+    dec = decide_rate(Lis, ests, corr, rate, law, 3.0, 0.1 * rate)
+    assert dec["outcome"] is Outcome.UNDECIDED and dec["rate"] is None
+    assert dec["line"].startswith("no rate fit: need >= 2 positive estimates"), dec["line"]

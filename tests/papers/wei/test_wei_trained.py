@@ -275,6 +275,73 @@ def test_w_e2_wrong_model_fails(run_claim, monkeypatch):
     assert t.counterexample["failed criteria"] == ["small L generalises better"]
 
 
+def _e2_losses(excess, seeds, L_test, spread=(0.0, 0.01, -0.01)):
+    """Hand-built per-prompt losses for decide_w_e2: BMA's loss 1 + 0.1 j on prompt j of seed i, and the model
+    trained at Lt above it by ``excess[Lt][Lp]`` (+ ``spread[i]`` on seed i), on 4 prompts with mean-zero jitter."""
+    jitter = np.array([0.02, -0.02, 0.05, -0.05])
+    bma = [{Lp: 1.0 + 0.1 * np.arange(4) for Lp in L_test} for _ in seeds]
+    loss = [{Lt: {Lp: bma[i][Lp] + e[Lp] + spread[i] + jitter for Lp in L_test} for Lt, e in excess.items()}
+            for i in range(len(seeds))]
+    return loss, bma
+
+
+def test_decide_w_e2_reads_G_on_the_test_L_that_are_no_training_L_and_compares_the_extreme_training_L():
+    """G(L) is the mean excess over BMA on the test L' that are no training L (3 and 10 here; 2 and 8 are training L
+    and would reverse the conclusion if read), and the conclusion compares the largest training L with the
+    smallest, not with a middle one: G(8) - G(2) = 0.2 > 0 is HELD, paired by seed, and the line says so."""
+    from sim.papers.wei.claims.trained import decide_w_e2
+    from sim.verdict import Outcome
+
+    train_Ls, test_Ls, seeds = [2, 4, 8], [2, 3, 8, 10], [7, 8, 9]
+    excess = {2: {2: 0.9, 3: 0.1, 8: 0.9, 10: 0.3}, 4: {2: 0.0, 3: 0.6, 8: 0.0, 10: 0.6},
+              8: {2: 0.0, 3: 0.3, 8: 0.0, 10: 0.5}}
+    loss, bma = _e2_losses(excess, seeds, test_Ls)
+    out, G, diff, common, line = decide_w_e2(loss, bma, train_Ls, test_Ls, seeds, 3.0)
+    assert common == [3, 10]
+    spread = (0.0, 0.01, -0.01)
+    for Lt, want in ((2, 0.2), (4, 0.6), (8, 0.4)):  # mean of the excess at L' = 3 and 10
+        assert G[Lt] == pytest.approx([want + s for s in spread], abs=1e-12), Lt
+    # the per-seed spread cancels in the pairing: G(8) - G(2) = 0.2 on every seed, no error
+    assert out is Outcome.HELD and diff.value == pytest.approx(0.2, abs=1e-12) and diff.stderr < 1e-12
+    # the Number records its seeds (the first one) and the threshold 0 it is judged against
+    assert diff.n == 3 and diff.seed == 7 and diff.tolerance == 0.0 and "seeds [7, 8, 9]" in diff.note
+    assert diff.name == "generalisation: excess(trained at L=8) - excess(trained at L=2) (paired by seed)"
+    assert "excess(L=8) - excess(L=2) at test L' in [3, 10]: 0.2 " in line and "(held, needs > 0)" in line, line
+
+
+def test_decide_w_e2_is_strict_a_tie_or_a_reversal_is_violated_and_noise_is_undecided():
+    """'Small L generalises better' needs G(L_max) - G(L_min) > 0 beyond z s.e. across seeds: a model whose excess
+    does not depend on the training L (an exact tie) and the reversed ordering are VIOLATED; a difference of 0.01
+    against a seed spread of about 0.01 is UNDECIDED at z = 3 and HELD at z = 0.5 (z is honoured)."""
+    from sim.papers.wei.claims.trained import decide_w_e2
+    from sim.verdict import Outcome
+
+    train_Ls, test_Ls, seeds = [2, 8], [4, 16], [1, 2, 3]
+    flat = {Lt: {4: 0.3, 16: 0.3} for Lt in train_Ls}
+    assert decide_w_e2(*_e2_losses(flat, seeds, test_Ls), train_Ls, test_Ls, seeds, 3.0)[0] is Outcome.VIOLATED
+    rev = {2: {4: 0.5, 16: 0.5}, 8: {4: 0.1, 16: 0.1}}
+    out, _, diff, _, _ = decide_w_e2(*_e2_losses(rev, seeds, test_Ls), train_Ls, test_Ls, seeds, 3.0)
+    assert out is Outcome.VIOLATED and diff.value == pytest.approx(-0.4, abs=1e-12)
+    # seed-dependent difference: the large-L model's excess varies across seeds, the small-L model's does not
+    loss, bma = _e2_losses(flat, seeds, test_Ls)
+    for i, s in enumerate((0.0, 0.02, 0.01)):
+        for Lp in test_Ls:
+            loss[i][8][Lp] = loss[i][8][Lp] + s
+    out, _, diff, _, _ = decide_w_e2(loss, bma, train_Ls, test_Ls, seeds, 3.0)
+    assert diff.value == pytest.approx(0.01, abs=1e-12) and diff.stderr == pytest.approx(0.01 / 3 ** 0.5, rel=1e-9)
+    assert out is Outcome.UNDECIDED
+    assert decide_w_e2(loss, bma, train_Ls, test_Ls, seeds, 0.5)[0] is Outcome.HELD
+
+
+def test_decide_w_e2_needs_a_test_L_that_is_no_training_L():
+    """With every test L' a training L there is no generalisation to read: a ValueError that names both lists."""
+    from sim.papers.wei.claims.trained import decide_w_e2
+
+    loss, bma = _e2_losses({2: {2: 0.1, 8: 0.1}, 8: {2: 0.2, 8: 0.2}}, [1, 2, 3], [2, 8])
+    with pytest.raises(ValueError, match=r"test_L \[2, 8\] needs a value that is not a training L \[2, 8\]"):
+        decide_w_e2(loss, bma, [2, 8], [2, 8], [1, 2, 3], 3.0)
+
+
 def test_w_e1_cpu_device_path(device_log):
     """device='cpu' explicitly: training and every probe create tensors on the CPU only (CUDA is
     not available in this environment; the same code runs with device='cuda')."""
@@ -430,6 +497,40 @@ def test_w_p2_deciding_check_passes_the_bilinear_mechanism_and_fails_wrong_ones(
     assert decide_w_p2_trained(gaps["bma"], seeds, 3.0)[0] is Outcome.VIOLATED
 
 
+def test_decide_w_p2_trained_compares_the_smallest_and_largest_L_and_keeps_the_prompts_error():
+    """Hand-built per-prompt gaps on three seeds at L = 1, 4, 16 (the middle L is negative on purpose): the gap at
+    the smallest L (0.3) and the shrink from the smallest to the largest L (0.3 - 0.1, paired by seed) decide;
+    each gap's error is the prompts' Monte Carlo error when it exceeds the seeds' spread; every Number is
+    named after the model (label) and L, and records the first seed. A gap that grows to the largest L fails the
+    shrink, and the line reports each part's outcome."""
+    from sim.papers.wei.claims.continuous_trained import decide_w_p2_trained
+    from sim.verdict import Outcome
+
+    seeds = [11, 12, 13]
+    off = [0.0, 0.001, -0.001]  # seed spread well under the prompts' error
+
+    def gaps_at(base, jitter):
+        return [base + o + jitter * np.array([1.0, -1.0, 1.0, -1.0]) for o in off]
+
+    gaps = {16: gaps_at(0.1, 0.01), 1: gaps_at(0.3, 0.01), 4: gaps_at(-0.2, 0.02)}  # unsorted keys on purpose
+    out, nums, shrink, line = decide_w_p2_trained(gaps, seeds, 3.0)
+    assert out is Outcome.HELD, line
+    mc = np.std([1.0, -1.0, 1.0, -1.0], ddof=1) * 0.01 / 2  # one seed's prompt error: s / sqrt(4)
+    assert nums[1].value == pytest.approx(0.3) and nums[1].stderr == pytest.approx(mc / np.sqrt(3), rel=1e-9)
+    assert nums[4].stderr == pytest.approx(2 * mc / np.sqrt(3), rel=1e-9)
+    assert shrink.value == pytest.approx(0.2, abs=1e-12) and shrink.stderr < 1e-12
+    assert [nums[L].name for L in (1, 4, 16)] == [f"accuracy gap BMA - trained at L={L}" for L in (1, 4, 16)]
+    assert shrink.name == "trained: gap(L=1) - gap(L=16) (paired)"
+    assert {(n.seed, n.n) for n in (*nums.values(), shrink)} == {(11, 3)}
+    assert line.startswith("gap at L=1 0.3000 ± 0.0033 (held, needs > 0); shrink to L=16 0.2000 ± "), line
+    # the gap grows from L = 1 to L = 16: the shrink fails though the gap at L = 1 is positive
+    gaps[16] = gaps_at(0.5, 0.01)
+    out, _, shrink, line = decide_w_p2_trained(gaps, seeds, 3.0, label="blind")
+    assert out is Outcome.VIOLATED and shrink.value == pytest.approx(-0.2, abs=1e-12)
+    assert shrink.name == "blind: gap(L=1) - gap(L=16) (paired)"
+    assert "(held, needs > 0); shrink to L=16 -0.2000 ± " in line and line.endswith("(violated, needs > 0)"), line
+
+
 def test_w_p2_loss_gap_closed_tells_a_trained_bilinear_layer_from_an_init():
     """loss_gap_closed: W's best bilinear layer 2 (exact copies) closes most of the gap from the
     structure-blind loss to the Bayes loss on its own task; the recipe's init closes about none."""
@@ -504,3 +605,102 @@ def test_decide_w_e1_coverage_needs_every_seed_to_copy_all_L_examples():
     outs, _, _ = decide_w_e1(mech, col, [1, 2], [1, 2], settings, 3.0, [4, 3], 4)
     assert outs["coverage"] is Outcome.VIOLATED
     assert decide_w_e1(mech, col, [1, 2], [1, 2], settings, 3.0, [4, 4], 4)[0]["coverage"] is Outcome.HELD
+
+
+def _e1_run_measures(score, tv=0.95, ov=0.95, block=0.97, gap=0.96, tv_se=0.0, gap_se=0.0):
+    """One run's W.E1 measurements, hand-built: copier score and the layer-2 fractions closed (with MC errors)."""
+    from types import SimpleNamespace
+
+    return {"copier": SimpleNamespace(min_score=score), "tv_closed": tv, "tv_closed_se": tv_se, "ov_closed": ov,
+            "block_closed": block, "gap_closed": gap, "gap_closed_se": gap_se}
+
+
+E1_P = {"gap_threshold": 0.8, "col_threshold": 0.05}
+
+
+def test_decide_w_e1_numbers_name_their_quantity_seed_threshold_and_the_runs_whose_copier_heads_formed():
+    """The copier score is averaged over every run (its first seed recorded, threshold 1/2), the column error over the
+    column runs (their own first seed, W's 0.05, W's reported 0.0278 in the note); the layer-2 fractions closed over the
+    runs whose copier heads formed, a score of exactly 1/2 not counting as formed (first formed seed, gap threshold,
+    '3 of 4' in the name and line), with the prompts' MC error where it exceeds the seeds' spread. Without a coverage
+    list there is no coverage criterion."""
+    from sim.papers.wei.claims.trained import decide_w_e1
+
+    stuck = _e1_run_measures(0.5, tv=0.1, ov=0.1, block=0.1, gap=0.1)  # read as formed, it would sink layer 2
+    mech = [stuck, _e1_run_measures(0.9, ov=0.9, tv_se=0.03, gap_se=0.003), _e1_run_measures(0.95, tv_se=0.03,
+            gap_se=0.003), _e1_run_measures(1.0, ov=1.0, tv_se=0.03, gap_se=0.003)]
+    col = [{"col_error": c} for c in (0.01, 0.02, 0.03)]
+    outs, nums, details = decide_w_e1(mech, col, [21, 22, 23, 24], [31, 32, 33], E1_P, 3.0, None, 4)
+    formed = " (runs whose copier heads formed: 3 of 4)"
+    names = {
+        "copier": "copier score: min over heads and query positions of the mass on its example's same-position token",
+        "column": "column-softmax error (1/d)||σ_col(W_tf) - σ_col(log pi)||_1 (W_tf = mean diagonal block)",
+        "layer-2 attention ≈ BMA": "layer-2 attention: fraction of the structure-blind attention's TV from the BMA "
+                                   "posterior closed, 1 - TV(model, BMA) / TV(blind, BMA)" + formed,
+        "σ(W_OV) ≈ pi": "σ(W_OV): fraction of the uniform output's distance from pi closed, "
+                        "1 - ||σ(W_OV) - pi|| / ||U - pi||" + formed,
+        "block-diagonal W_KQ": "W_KQ: fraction of the init's off-/diagonal block ratio closed, 1 - ratio / ratio(init)"
+                               + formed,
+        "loss near BMA": "loss: fraction of the structure-blind-to-BMA gap closed" + formed,
+    }
+    assert {k: n.name for k, n in nums.items()} == names
+    assert set(outs) == set(details) == set(names)
+    c = nums["copier"]
+    assert (c.n, c.seed, c.tolerance, c.df) == (4, 21, 0.5, 3) and c.value == pytest.approx(0.8375)
+    c = nums["column"]
+    assert (c.n, c.seed, c.tolerance) == (3, 31, 0.05) and c.value == pytest.approx(0.02)
+    assert c.note.endswith("; W reports 0.0278"), c.note
+    s3 = 3 ** 0.5
+    want = {"layer-2 attention ≈ BMA": (0.95, 0.03 / s3), "σ(W_OV) ≈ pi": (0.95, 0.05 / s3),
+            "block-diagonal W_KQ": (0.97, 0.0), "loss near BMA": (0.96, 0.003 / s3)}
+    for k, (v, se) in want.items():
+        n = nums[k]
+        assert (n.n, n.seed, n.tolerance, n.df) == (3, 22, 0.8, 2), k
+        assert n.value == pytest.approx(v) and n.stderr == pytest.approx(se, abs=1e-12), k
+    assert details["column"] == "column: 0.0200 ± 0.0058 vs < 0.05"
+    assert details["copier"] == f"copier: 0.8375 ± {nums['copier'].stderr:.2g} vs > 0.5"
+    assert details["σ(W_OV) ≈ pi"] == "σ(W_OV) ≈ pi: 0.9500 ± 0.029 vs > 0.8" + formed
+
+
+def test_decide_w_e1_decides_each_criterion_in_its_direction_with_the_seeds_student_t_margin():
+    """The column error must be below its threshold, every other criterion above; each margin is the Student-t
+    quantile on n - 1 degrees of freedom at the level of z: sigma(W_OV) closed 0.95 ± 0.029 (5.2 s.e. above 0.8, three
+    runs) is HELD at z = 1 (t quantile 1.32) but UNDECIDED at z = 3 (19.2, not 3), as is the loss's 0.85 whose
+    seeds agree but whose prompts' MC error is 0.017."""
+    from sim.papers.wei.claims.trained import decide_w_e1
+    from sim.verdict import Outcome
+
+    mech = [_e1_run_measures(0.9, tv=0.5, ov=ov, gap=0.85, gap_se=0.03) for ov in (0.9, 0.95, 1.0)]
+    col = [{"col_error": c} for c in (0.01, 0.02, 0.03)]
+    outs, _, _ = decide_w_e1(mech, col, [1, 2, 3], [1, 2, 3], E1_P, 1.0, None, 4)
+    H, V, U = Outcome.HELD, Outcome.VIOLATED, Outcome.UNDECIDED
+    assert outs == {"copier": H, "column": H, "layer-2 attention ≈ BMA": V, "σ(W_OV) ≈ pi": H,
+                    "block-diagonal W_KQ": H, "loss near BMA": H}
+    outs, _, _ = decide_w_e1(mech, col, [1, 2, 3], [1, 2, 3], E1_P, 3.0, None, 4)
+    assert outs == {"copier": H, "column": U, "layer-2 attention ≈ BMA": V, "σ(W_OV) ≈ pi": U,
+                    "block-diagonal W_KQ": H, "loss near BMA": U}
+    far = [{"col_error": c} for c in (0.08, 0.09, 0.1)]  # above W's 0.05 by 7 s.e.
+    assert decide_w_e1(mech, far, [1, 2, 3], [1, 2, 3], E1_P, 1.0, None, 4)[0]["column"] is V
+
+
+def test_decide_w_e1_layer2_needs_two_formed_runs_and_coverage_names_each_seed():
+    """Two runs whose copier heads formed are enough to measure the layer-2 criteria (read on those two; the third,
+    at exactly 1/2, did not form); with one they are UNDECIDED, with a line that says why and how many formed. The
+    coverage line lists the examples covered per seed against L."""
+    from sim.papers.wei.claims.trained import LAYER2_CRITERIA, decide_w_e1
+    from sim.verdict import Outcome
+
+    col = [{"col_error": 0.02}] * 3
+    two = [_e1_run_measures(0.9), _e1_run_measures(0.5, tv=0.1), _e1_run_measures(0.9)]
+    outs, nums, details = decide_w_e1(two, col, [1, 2, 3], [1, 2, 3], E1_P, 3.0, [4, 3, 4], 4)
+    for k in LAYER2_CRITERIA:
+        assert nums[k].n == 2 and nums[k].seed == 1 and details[k].endswith(" (runs whose copier heads formed: 2 of 3)")
+    assert nums["layer-2 attention ≈ BMA"].value == pytest.approx(0.95)
+    assert outs["coverage"] is Outcome.VIOLATED
+    assert details["coverage"] == "coverage: examples covered per seed [4, 3, 4] of L = 4"
+    one = [_e1_run_measures(0.9), _e1_run_measures(0.5), _e1_run_measures(0.4)]
+    outs, nums, details = decide_w_e1(one, col, [1, 2, 3], [1, 2, 3], E1_P, 3.0, [4, 4, 4], 4)
+    assert outs["coverage"] is Outcome.HELD
+    for k in LAYER2_CRITERIA:
+        assert k not in nums and outs[k] is Outcome.UNDECIDED
+        assert details[k] == f"{k}: not measured, fewer than 2 runs formed the copier heads (1 of 3)"
