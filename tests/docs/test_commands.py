@@ -55,6 +55,8 @@ REDUCED: dict[tuple[str, str], str | Skip] = {
     ("docs/development.md", "make docs"): Skip("tests/docs/test_build.py builds the docs with the same target"),
     ("docs/development.md", "make mutate MUTATE_SCOPE='theory.markov.*'"):
         Skip("mutation testing runs the mirrored tests once per mutant: far beyond a test's budget"),
+    ("docs/development.md", "make mutate-claims MUTATE_CLAIMS_SCOPE='sim.sequential.*'"):
+        Skip("mutation testing runs the helpers' tests once per mutant: far beyond a test's budget"),
     ("docs/development.md", 'make report RUN_ARGS="--out reports/release"'):
         "make report RUN_ARGS=\"--claims W.L1 --out {tmp}/release\"",
     ("docs/development.md", "python docs/_ext/release.py reports/release"):
