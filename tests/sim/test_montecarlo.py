@@ -72,3 +72,12 @@ def test_every_estimate_records_the_seed_of_its_stream():
     assert difference(a, b, paired_samples=[0.1, 0.3, 0.2], seed=12).seed == 12
     assert weighted_mean_estimate([1.0, 2.0, 3.0], [2.0, 1.0, 0.0], seed=13).seed == 13
     assert proportion_estimate(3, 10, seed=14).seed == 14
+
+
+def test_a_proportion_takes_one_trial_and_refuses_none_by_name():
+    """n = 1 is a valid sample (Agresti-Coull keeps its error bar finite); n = 0 is refused with a ValueError
+    that says why, not a ZeroDivisionError."""
+    assert proportion_estimate(1, 1).value == 1.0 and proportion_estimate(1, 1).stderr == pytest.approx(
+        math.sqrt(0.6 * 0.4 / 5), rel=1e-15)
+    with pytest.raises(ValueError, match=r"^n must be positive$"):
+        proportion_estimate(0, 0)
