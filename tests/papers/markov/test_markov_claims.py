@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sim.papers.markov import runs as mr
-from sim.papers.markov.claims.edelman import E_1, decide_e1, judge_stages
+from sim.papers.markov.claims.edelman import E_1, decide_e1, frozen_over_second_half, judge_stages
 from sim.papers.markov.claims.gibson import (G_1, G_2, WRONG_TAU_SHAPES, decide_g1, fit_offset_law, judge_law,
                                             k1_bracket, wrong_law_taus)
 from sim.priors import Floor, Dirichlet
@@ -737,13 +737,15 @@ def test_judge_stages_short_of_the_last_stage_stuck_on_its_way_or_on_a_plateau()
 
 def test_judge_stages_ending_at_the_last_stage_within_its_error_is_not_stuck():
     """Nearest bigram at the end by 0.005 (half an s.e.) with the model frozen: not at the last stage with
-    margin, but not stuck short of it either: UNDECIDED."""
+    margin, but not stuck short of it either, nor on a plateau short of it: UNDECIDED, and the reason says
+    where it ended."""
     rec = fake_record(["uniform", "unigram", "bigram", "bigram"], strategies=E_STAGES)
     ood = rec["eval"]["ood"]
     ood["uniform"][2:] = ood["unigram"][2:] = [0.055, 0.055]
+    assert frozen_over_second_half(rec)
     out, row = judge_stages(rec, E_STAGES, 3.0)
-    assert out is Outcome.UNDECIDED and row["final"]["stage"] == "bigram"
-    assert not row["why"].startswith("stuck")
+    assert (out, row["final"]["stage"]) == (Outcome.UNDECIDED, "bigram")
+    assert row["why"] == "nearest bigram at the end only within its error"
 
 
 def test_judge_stages_a_stage_nearest_only_within_its_error_leaves_a_run_at_the_last_stage_undecided():

@@ -105,7 +105,11 @@ def test_k8_passes_and_the_exact_identity_fails_as_a_finding(tmp_path):
     assert _tier(res, "exact").verdict is Verdict.PASS and _tier(res, "montecarlo").verdict is Verdict.PASS
     mc = _tier(res, "montecarlo")
     assert set(_criteria(mc).values()) == {"PASS"}
-    assert _num(mc, "rate: e(T) ~ T^p").value < -0.5  # about 1/T
+    rate = _num(mc, "rate: e(T) ~ T^p")
+    assert rate.value < -0.5  # about 1/T
+    seeds = [n.seed for n in mc.numbers if n.name.startswith("e(T=")]  # the fit is over these draws
+    assert len(seeds) >= 2 and None not in seeds
+    assert rate.note.startswith(f"over all T (seeds {', '.join(map(str, seeds))});")
     found = _findings(res)
     lit = found[FindingKind.LITERAL]
     assert lit.verdict is Verdict.FAIL
@@ -363,7 +367,9 @@ def test_segment_slope_is_decided_against_zero_with_z_and_reported_as_montecarlo
     rise, number, _ = _segment("e", 10, 100, Estimate(0.05, 0.0057, 1000), Estimate(0.1, 0.0114, 1000), 3.0)
     assert rise is Outcome.VIOLATED and number.value == pytest.approx(math.log(2) / math.log(10), rel=1e-12)
     assert (number.name, number.kind) == ("e: log-log slope T=10->100", "montecarlo")
-    assert number.note == "d log(error) / d log T between independent draws"
+    assert number.note == "d log(error) / d log T between independent draws"  # no seeds recorded, none named
+    seeded = _segment("e", 10, 100, Estimate(0.05, 0.0057, 1000, seed=11), Estimate(0.1, 0.0114, 1000, seed=12), 3.0)
+    assert seeded[1].note == "d log(error) / d log T between independent draws (seeds 11, 12)"
     a, b = Estimate(0.1, 0.0195, 1000), Estimate(0.05, 0.00975, 1000)
     assert _segment("e", 10, 100, a, b, 2.0)[0] is Outcome.HELD
     out, number, text = _segment("e", 10, 100, a, b, 3.0)

@@ -76,7 +76,8 @@ def judge_stages(rec, stages, z) -> tuple[Outcome, dict]:
     short of the last stage while its model still changes, whether or not its KL to the last
     stage falls by z standard errors (:func:`still_approaching`, reported), is on its way or on a
     plateau, and E describes a plateau at the unigram stage before the bigram one: a finite
-    budget cannot tell either from a halt."""
+    budget cannot tell either from a halt. A run that ends nearest the last stage only within
+    its error is UNDECIDED too, frozen or not, and its reason says so."""
     seq, firsts, final = _stages(rec, STAGES, z)
     reached = [st for st in stages if st in firsts]
     order_ok = all(firsts[a][0] <= firsts[b][0] for a, b in zip(reached, reached[1:]))
@@ -95,7 +96,10 @@ def judge_stages(rec, stages, z) -> tuple[Outcome, dict]:
         why = f"stuck at {final['phase']} (the model no longer changes)"
     else:
         outcome = Outcome.UNDECIDED  # on its way, or on a plateau, when the budget ran out
-        if not ends_last and moving is not Outcome.HELD:
+        if not ends_last and final["phase"] == stages[-1]:
+            # frozen or not, a run nearest the last stage is not on a plateau short of it
+            why = f"nearest {stages[-1]} at the end only within its error"
+        elif not ends_last and moving is not Outcome.HELD:
             why = f"on a plateau at {final['phase']} (still changing) when the budget ran out"
     row = {"nearest_sequence": seq, "first_step_with_margin": {k: v[0] for k, v in firsts.items()},
            "final": {"stage": final["phase"], "margin": final["margin"], "se": final["se"], "step": final["step"]},

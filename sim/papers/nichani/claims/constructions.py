@@ -426,8 +426,10 @@ def _segment(name: str, Ta: int, Tb: int, a: Estimate, b: Estimate, z: float) ->
     slope = math.log(b.value / a.value) / span
     se = math.hypot(a.stderr / a.value, b.stderr / b.value) / span
     out = compare(slope, 0.0, stderr=se, z=z, direction="<=")
+    # a Number records one seed; a slope between two draws names both in its note
+    drawn = f" (seeds {a.seed}, {b.seed})" if a.seed is not None and b.seed is not None else ""
     return out, Number(f"{name}: log-log slope T={Ta}->{Tb}", slope, se, kind="montecarlo",
-                       note="d log(error) / d log T between independent draws"), f"{slope:.3f} ± {se:.3f}"
+                       note=f"d log(error) / d log T between independent draws{drawn}"), f"{slope:.3f} ± {se:.3f}"
 
 
 def _power_fit(Ts, ests: list[Estimate]) -> tuple[float, float]:
@@ -552,7 +554,8 @@ def _rate_in_T(ctx: Context, draw, estimator, limit, build, c: float, k: int, ta
     numbers += nums
     p, p_se = _power_fit(Ts, [d["e"] for d in data])
     numbers.append(Number("rate: e(T) ~ T^p, weighted least-squares p", p, p_se, n=len(Ts), kind="montecarlo",
-                          note="over all T; its error from the weights only (the decision uses the segments)"))
+                          note=f"over all T (seeds {', '.join(str(d['seed']) for d in data)}); its error from the "
+                               "weights only (the decision uses the segments)"))
     readings = []
     for key, segs in crit.items():
         out = _worst(o for o, *_ in segs)
