@@ -814,3 +814,70 @@ def test_control_models_are_scored_on_the_trained_runs_own_sequences():
     uniform = sets.record([0], [lambda x, w: predict_uniform(x, 3)])
     assert uniform["eval"]["ood"]["uniform"][0] == pytest.approx(0.0, abs=1e-12)
     assert mr.placement(uniform, "ood", mr.PHASES)["phase"] == "uniform"
+
+
+def _placed_record(kl, se, pair_se=0.001):
+    """A record with strategies a, b, c whose KL(s || model) over the evaluations is ``kl[s]`` (lists),
+    with standard errors ``se[s]``."""
+    strategies = ("a", "b", "c")
+    n = len(kl["a"])
+    ev = {s: list(kl[s]) for s in strategies}
+    ev.update({s + "_se": list(se[s]) for s in strategies})
+    ev["pair_se"] = [[[pair_se] * 3 for _ in strategies] for _ in range(n)]
+    return {"steps": list(range(0, 100 * n, 100)), "pair_order": list(strategies), "eval": {"ood": ev}}
+
+
+# a -> b at KL 0.4, a -> c at 1.0: a's none-of-the-above radius is half the nearest, 0.2
+_SEPS = {"ood": {"a": {"b": (0.4, 0.001), "c": (1.0, 0.001)}, "b": {"a": (0.4, 0.001), "c": (1.0, 0.001)},
+                 "c": {"a": (1.0, 0.001), "b": (1.0, 0.001)}}}
+
+
+def test_absolute_placement_radius_is_half_the_distance_to_the_nearest_other_strategy():
+    """G.1's none-of-the-above test: a model at KL 0.3 from its nearest strategy a, when a is 0.4 from b, is
+    not placed at a (0.3 > 0.4 / 2), though a is nearest by a wide margin; at KL 0.15 it is."""
+    from sim.papers.markov.placement import absolute_placement, judge_end
+
+    se = {s: [0.001] for s in "abc"}
+    far = absolute_placement(_placed_record({"a": [0.3], "b": [0.7], "c": [1.3]}, se), "ood", _SEPS)
+    assert far["phase"] == "a" and far["radius"] == pytest.approx(0.2) and far["close"] is Outcome.VIOLATED
+    assert judge_end(far, ("a",), 3.0) is Outcome.VIOLATED
+    near = absolute_placement(_placed_record({"a": [0.15], "b": [0.55], "c": [1.15]}, se), "ood", _SEPS)
+    assert judge_end(near, ("a",), 3.0) is Outcome.HELD
+
+
+def test_absolute_placement_reads_the_error_of_d_at_the_evaluation_it_places():
+    """At index 0 the model's KL to a (0.15) carries an error of 0.05, which puts the radius 0.2 within
+    3 standard errors: undecided there, although the last evaluation is tight (error 0.001)."""
+    from sim.papers.markov.placement import absolute_placement, judge_end
+
+    rec = _placed_record({"a": [0.15, 0.15], "b": [0.55, 0.55], "c": [1.15, 1.15]},
+                         {"a": [0.05, 0.001], "b": [0.001, 0.001], "c": [0.001, 0.001]})
+    first = absolute_placement(rec, "ood", _SEPS, index=0)
+    assert first["d_se"] == 0.05 and judge_end(first, ("a",), 3.0) is Outcome.UNDECIDED
+    assert judge_end(absolute_placement(rec, "ood", _SEPS, index=-1), ("a",), 3.0) is Outcome.HELD
+
+
+def test_frozen_means_unchanged_to_round_off_not_to_a_looser_tolerance():
+    """frozen_over_second_half allows a few ulps only: KL to bigram moving by 1e-13 (some 1800 ulps of 0.25)
+    over the second half is a model that still changes; the same run with the values repeated is frozen."""
+    rec = fake_record(["uniform", "unigram", "unigram", "unigram"], strategies=E_STAGES)
+    assert frozen_over_second_half(rec)
+    rec["eval"]["ood"]["bigram"][-1] += 1e-13
+    assert not frozen_over_second_half(rec)
+
+
+def test_offset_law_exponent_error_agrees_with_the_gauss_newton_standard_error():
+    """fit_offset_law's error of b (curvature of the profiled RSS, s^2 = RSS / (n - 3)) is, to first order, the
+    Gauss-Newton one: sqrt(s^2 [(J^T J)^-1]_bb) with J the model's Jacobian in (tau0, c, b) at the fit and the
+    3 fitted parameters taken out of the residual degrees of freedom. Six noisy crossings, one per N."""
+    from sim.papers.markov.claims.gibson import law_x
+
+    rng = np.random.default_rng(5)
+    Ns = np.array([16, 32, 64, 128, 256, 512], float)
+    taus = 70 + 4 * Ns / np.log(Ns) + 5.0 * rng.standard_normal(Ns.size)
+    fit = fit_offset_law(list(zip(Ns, taus)), "N/log N")
+    x, b, c = law_x(Ns, "N/log N"), fit["b"], fit["c"]
+    J = np.stack([np.ones_like(x), x ** b, c * x ** b * np.log(x)], axis=1)
+    resid = taus - fit["tau0"] - c * x ** b
+    s2 = resid @ resid / (Ns.size - 3)
+    assert fit["dof"] == 3 and fit["b_se"] == pytest.approx(np.sqrt(s2 * np.linalg.inv(J.T @ J)[2, 2]), rel=0.03)

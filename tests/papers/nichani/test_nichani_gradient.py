@@ -241,3 +241,41 @@ def test_jackknife_averages_matrix_chunks_over_the_chunk_axis():
     value, se = _jackknife(cos, G)
     assert value == pytest.approx(cos(G.mean(0)), rel=1e-12)
     assert se == pytest.approx(np.sqrt(0.8 * ((loo - loo.mean()) ** 2).sum()), rel=1e-9)
+
+
+def _chunks(rows, noise, n=8, seed=0):
+    """``n`` chunks of a (T, T) gradient: ``rows`` (the mean) plus independent noise of size ``noise``."""
+    rng = np.random.default_rng(seed)
+    return np.asarray(rows, float)[None] + noise * rng.standard_normal((n,) + np.shape(rows))
+
+
+def test_gradient_checks_judge_the_parent_in_every_non_root_row_from_the_first():
+    """The argmax conclusion covers every non-root context row, row 1 included: on a chain of T = 4 whose
+    row 1 puts more negative gradient on key 1 than on its parent 0 the check is VIOLATED, naming row 1."""
+    from sim.papers.nichani.claims.gradient import _gradient_checks
+    from sim.verdict import Outcome
+
+    G = np.zeros((4, 4))
+    G[1, :2] = [-0.1, -1.0]  # row 1: -G is 0.1 at the parent 0, 1.0 at key 1
+    G[2, :3] = [-0.1, -1.0, -0.2]  # row 2: the parent 1 wins
+    meas = [(4, np.array([-1, 0, 1, -1]), np.zeros((4, 4)), _chunks(G, 0.01))]
+    checks, _ = _gradient_checks("chain", meas, 3.0, 0, {}, {})
+    (check,) = checks
+    assert check.outcome is Outcome.VIOLATED and check.record["worst row i"] == 1
+
+
+def test_gradient_checks_the_cosine_growth_carries_both_ends_errors():
+    """cos(autograd, formula) grows from T_min to T_max only beyond z standard errors of the difference, the
+    two ends' errors in quadrature: a noisy T_min (cosine error s0) and an exact T_max (s1 = 0) leave a growth
+    smaller than 3 s0 undecided."""
+    from sim.papers.nichani.claims.gradient import _gradient_checks
+    from sim.verdict import Outcome
+
+    # every position a root: no parent rows, only the two cosine conclusions
+    meas = [(3, np.full(3, -1), np.eye(3), _chunks(np.eye(3) + 0.3, 0.5)),
+            (5, np.full(5, -1), np.eye(5), _chunks(np.eye(5), 0.0))]
+    checks, _ = _gradient_checks("chain", meas, 3.0, 0, {}, {})
+    growth = next(c for c in checks if c.record["conclusion"].startswith("the formula's direction improves"))
+    c0, s0 = growth.record["cos at T_min"], growth.record["stderr"][0]
+    assert growth.record["stderr"][1] == 0.0 and 0 < 1.0 - c0 < 3 * s0  # the premise: within 3 s0 of cos 1
+    assert growth.outcome is Outcome.UNDECIDED

@@ -366,3 +366,51 @@ def test_every_profile_draws_enough_prompts_for_its_frequency_tolerance():
     from scipy import stats
     z_m = stats.norm.isf(1e-3 / (2 * 2 * 5 * 10))
     assert (3.0 + z_m) * 0.5 / n ** 0.5 <= 0.02 < (3.0 + z_m) * 0.5 / (n - 1) ** 0.5
+
+
+def _nt_ctx(tmp_path, **settings):
+    from sim.claims.base import Context
+
+    return Context(claim=get("N.T"), profile="quick", seed=0, out_dir=tmp_path, overrides={**SMALL, **settings})
+
+
+def test_sampler_checks_reject_at_the_bonferroni_level_over_every_test_of_every_graph(tmp_path):
+    """The z = 3 two-sided level (0.0027) is shared by 5 tests on each of the 2 graphs: each test rejects
+    below 0.0027 / 10, so that a correct sampler fails the family with probability at most 0.0027."""
+    from sim.papers.nichani.claims.task_laws import _sampler_checks
+
+    checks, _ = _sampler_checks(_nt_ctx(tmp_path), sample_n_prompts, Dirichlet(1.0).bind(3), ("chain", "icl"),
+                                S=3, T=5, n=300)
+    assert len(checks) == 10
+    (level,) = {c.record["rejection level (Bonferroni)"] for c in checks}
+    assert level == pytest.approx(2 * stats.norm.sf(3.0) / 10, rel=1e-12)
+
+
+def test_a_sampler_check_is_held_only_when_z_standard_errors_fit_in_the_tolerance(tmp_path):
+    """HELD needs |observed - expected| + z s <= freq_tol in every cell. At 300 draws a rank cell's
+    frequency has a standard error near sqrt(2/9 / 300) = 0.027, so 3 of them (0.08) exceed the tolerance
+    0.05 on their own: a correct sampler can only be undecided (or, rarely, rejected), never HELD."""
+    from sim.papers.nichani.claims.task_laws import _sampler_checks
+    from sim.verdict import Outcome
+
+    checks, _ = _sampler_checks(_nt_ctx(tmp_path, freq_tol=0.05), sample_n_prompts, Dirichlet(1.0).bind(3),
+                                ("chain",), S=3, T=5, n=300)
+    assert all(3 * max(c.record["freq_stderr"]) > 0.05 for c in checks)  # the premise, by the arithmetic above
+    assert Outcome.HELD not in {c.outcome for c in checks}
+    assert Outcome.UNDECIDED in {c.outcome for c in checks}
+
+
+def test_replace_assumptions_keeps_a_fail_and_lets_the_assumptions_decide_otherwise():
+    """A counterexample that meets every assumption stays a FAIL whatever per-draw assumption findings come in;
+    a HELD conclusion with a broken assumption becomes ASSUMPTION_UNMET, said in conclusion_without_assumptions."""
+    from sim.papers.nichani.claims.task_laws import A_IRREDUCIBLE, replace_assumptions
+    from sim.verdict import Assumption, Outcome, TierResult
+
+    broken = [Assumption(A_IRREDUCIBLE, False, "failed on 3 of 10 draws")]
+    failed = TierResult("montecarlo", Verdict.FAIL, Outcome.VIOLATED, "s", assumptions=[Assumption(A_IRREDUCIBLE,
+                                                                                                   True, "")])
+    out = replace_assumptions(failed, broken)
+    assert out.verdict is Verdict.FAIL and [a.holds for a in out.assumptions] == [False]
+    held = TierResult("montecarlo", Verdict.PASS, Outcome.HELD, "s", assumptions=[])
+    out = replace_assumptions(held, broken, note="held on the others")
+    assert out.verdict is Verdict.ASSUMPTION_UNMET and out.conclusion_without_assumptions == "held on the others"

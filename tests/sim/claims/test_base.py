@@ -2,6 +2,8 @@
 
 Each test pins one rule of the verdict engine with hand-made instances, so a mutant of the rule
 (a dropped line, a flipped comparison, the wrong instance picked as counterexample) fails here.
+At the end, the other pieces of sim.claims.base a verdict depends on: Claim.variant, the property
+tier's matrices and its climb towards a violation, and GraphInput's size limit.
 """
 import pytest
 
@@ -99,3 +101,70 @@ def test_numbers_are_passed_through_and_no_checks_is_an_error():
     assert summarize([check(Outcome.HELD, 1.0)], numbers=[n]).numbers == [n]
     with pytest.raises(ValueError, match="exact: no instances were checked"):
         summarize([])
+
+
+def test_a_variant_replaces_only_the_params_it_names():
+    """Claim.variant is how a test hands the engine a wrong formula: the named param takes the new value, the
+    others keep the claim's, the claim itself is unchanged, and an unknown name is refused."""
+    from sim.claims.base import Claim, Source
+
+    c = Claim(id="X.1", title="t", source=Source("W", "Lemma 0"), statement="s", assumptions=(), checks={},
+              settings={}, params={"factor": 1.0, "power": 2})
+    v = c.variant(factor=0.5)
+    assert dict(v.params) == {"factor": 0.5, "power": 2} and dict(c.params) == {"factor": 1.0, "power": 2}
+    with pytest.raises(KeyError, match="no params"):
+        c.variant(facto=0.5)
+
+
+def test_matrices_strategy_floors_entries_at_gamma_over_d_not_at_gamma():
+    """With min_entry_fraction the property tier searches matrices with min pi >= gamma/d (W Lemma 3's
+    minorisation, N Knowl 10's gamma/S): at gamma = 0.5, d = 2 every draw has entries >= 0.25, and entries
+    between 0.25 and 0.5 are reachable (a floor at gamma itself would forbid them)."""
+    from types import SimpleNamespace
+
+    from hypothesis import HealthCheck, find, settings, strategies as st
+    from hypothesis.errors import NoSuchExample
+
+    from sim.claims.base import matrices_strategy
+
+    strat = matrices_strategy(SimpleNamespace(prior=None), st.just(2), min_entry_fraction=st.just(0.5))
+    cfg = settings(max_examples=200, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    low = find(strat, lambda pi: pi.min() < 0.45, settings=cfg)
+    assert 0.25 - 1e-12 <= low.min() < 0.45
+    with pytest.raises(NoSuchExample):  # nothing below the floor
+        find(strat, lambda pi: pi.min() < 0.25 - 1e-12, settings=cfg)
+
+
+def test_the_climb_asks_hypothesis_to_maximise_closeness_to_a_violation(monkeypatch):
+    """hypothesis.target maximises, so the climb reports -margin (smaller margin = closer to a violation) on the
+    inputs meeting every assumption, and keeps the `keep` smallest margins, an equal margin once."""
+    import hypothesis
+
+    from sim.claims.base import _Climb
+
+    seen = []
+    monkeypatch.setattr(hypothesis, "target", lambda value, label="": seen.append(value))
+    climb = _Climb(lambda x: 10.0 - x, lambda x: x % 2 == 0, keep=2)
+    for x in (2, 3, 8, 4, 8):
+        climb.observe(x)
+    assert seen == [-8.0, -2.0, -6.0, -2.0]  # 3 breaks the assumption: not climbed on
+    assert climb.best == [(2.0, 8), (6.0, 4)] and climb.evaluated == 4
+
+
+def test_graph_input_takes_a_graph_of_exactly_max_nodes_and_refuses_one_more():
+    """max_nodes is the largest graph a claim takes ("at most max_nodes"): a chain on 3 nodes with max_nodes = 3
+    fits, one on 4 is refused by name."""
+    import networkx as nx
+
+    from sim.claims.base import GraphFitError, GraphInput
+
+    def chain(n):  # 0 -> 1 -> ... -> n-2, the last node a root (the query)
+        g = nx.DiGraph()
+        g.add_nodes_from(range(n))
+        g.add_edges_from((i, i + 1) for i in range(n - 2))
+        return g
+
+    gi = GraphInput(settings={"graphs": "T"}, max_nodes=3, size_note="all S^T prompts are enumerated")
+    gi.check("X.1", chain(3), {})
+    with pytest.raises(GraphFitError, match="4 nodes is too many"):
+        gi.check("X.1", chain(4), {})
