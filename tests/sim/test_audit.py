@@ -372,3 +372,57 @@ def test_a_masked_fail_is_flagged():
                              conclusion="violated", cex={"pi": [[0.6, 0.4], [0.3, 0.7]], "gamma": 0.6, "delta": 0.4})])
     assert any("W.L3 exact: its counterexample meets every assumption" in n for n in a.notes)
     assert a.get("W.L3.gamma").necessity == "undecided"
+
+
+def test_nondegeneracy_from_one_positive_draw_is_within_its_error_bar():
+    """One positive sum b among n draws: mean b/n, and the sample variance (ddof 1) is b^2/n, so the standard
+    error is b/n too: the mean is one standard error from 0, undecided at z = 3, not holds."""
+    from sim.audit.checks import _DAudit
+    from sim.priors import Prior
+
+    class OneSticky(Prior):
+        """Draw 0 is sticky, its rows 0.4 from mu = (1/2, 1/2) in each entry: sum 2 * 2 * 0.4^2 = 0.64; every
+        other draw has both rows equal to mu (sum 0)."""
+
+        d = 2
+
+        def _sample(self, rng, n):
+            out = np.full((n, 2, 2), 0.5)
+            out[0] = [[0.9, 0.1], [0.1, 0.9]]
+            return out
+
+        def spec(self):
+            return "one-sticky"
+
+        def bind(self, d):
+            return self
+
+    f = _DAudit(OneSticky(), 2, 50, 0, 3.0).nondegeneracy(None)
+    assert f.status == "undecided", f.summary
+    assert f.numbers[0].value == pytest.approx(0.64 / 50) and f.numbers[0].stderr == pytest.approx(0.64 / 50)
+
+
+def test_effective_length_equal_to_the_number_of_states_meets_item_5():
+    """N Knowl 10 item 5 asks T_eff >= S. [-1, 0, 1, -1]: roots 0 and 3, one leaf under each, T_eff = 4 / 1 = 4:
+    it holds at S = 4 (the boundary) and fails at S = 5."""
+    g = parse_graph("[-1, 0, 1, -1]")
+    assert g.T_eff == 4
+    audit = audit_prior(parse_prior("dirichlet(alpha=1)"), dims=[4, 5], n_draws=20, seed=0, graphs=[g])
+    by_d = {f.where: f.status for f in audit.get("N.K10.5").findings}
+    assert by_d == {f"{g.name}, d=4": "holds", f"{g.name}, d=5": "fails"}
+
+
+def test_an_assumption_holds_only_if_it_holds_at_every_size():
+    """One size that holds does not settle another that is undecided: the assumption stays undecided (and one
+    that fails anywhere fails)."""
+    from sim.audit.records import AssumptionAudit, Finding
+
+    def audit(*statuses):
+        a = AssumptionAudit("N.K10.1", "lower bound", "N", "every entry >= gamma/S", ("N.K3",))
+        a.findings = [Finding(f"d={k + 2}", s, "estimated", s) for k, s in enumerate(statuses)]
+        return a.status
+
+    assert audit("holds", "holds") == "holds"
+    assert audit("holds", "undecided") == audit("undecided", "holds") == "undecided"
+    assert audit("holds", "undecided", "fails") == "fails"
+    assert audit() == "undecided"

@@ -125,3 +125,39 @@ def test_a_user_sampler_is_decided_from_draws(tmp_path):
     assert (s.status, s.how) == ("holds", "estimated") and (m.status, m.how) == ("holds", "estimated")
     assert "not a proof" in s.summary and "seed" not in s.summary  # the numbers carry n and seed
     assert all(num.seed == 0 and num.n for num in s.numbers)
+
+
+def test_a_mixture_is_symmetric_by_construction_only_when_every_component_is():
+    """Half dirichlet(1) (symmetric), half banded (entries [0, 2] and [0, 3] are 0, [0, 1] is not): the mixture is
+    not relabelling-invariant, so its closed form must not say so and the draws must show it."""
+    from sim.priors import Banded, Dirichlet, Mixture
+
+    prior = Mixture([(0.5, Dirichlet(1.0, 4)), (0.5, Banded(Dirichlet(1.0, 4), 1))])
+    assert prior.symmetric() is not True
+    fact = symmetry(prior, draws_of(prior, 2000, 0), 3.0)
+    assert (fact.status, fact.how) == ("fails", "estimated"), fact.summary
+
+
+def test_an_estimated_mean_is_tested_with_the_standard_error_of_the_mean():
+    """Both rows (p, 1 - p) with p ~ Beta(4, 6), independently: E[pi] = [[0.4, 0.6], [0.4, 0.6]] has trace 1, so
+    only the entry tests can see it is not uniform. An entry's spread is sqrt(0.4 * 0.6 / 11) = 0.148; over 400
+    draws its standard error is 0.0074 and the deviation 0.1 is some 13 of them (against about one standard
+    deviation: no evidence at all)."""
+
+    class BetaRows(Prior):
+        d = 2
+
+        def _sample(self, rng, n):
+            p = rng.beta(4.0, 6.0, size=(n, 2))
+            return np.stack([p, 1.0 - p], axis=-1)
+
+        def spec(self):
+            return "beta-rows"
+
+        def bind(self, d):
+            return self
+
+    prior = BetaRows()
+    fact = uniform_mean(prior, draws_of(prior, 400, 0), 3.0)
+    assert (fact.status, fact.how) == ("fails", "estimated"), fact.summary
+    assert "E[pi][" in fact.summary  # decided by an entry, not by the trace

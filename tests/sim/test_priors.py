@@ -303,3 +303,30 @@ def test_missing_sampler_file_and_module():
         parse_prior("nope/none.py:f")
     with pytest.raises(PriorError, match=r"sampler module 'no_such_module_xyz' cannot be imported"):
         parse_prior("no_such_module_xyz:f")
+
+
+def test_sparse_keeps_an_entry_whose_infimum_is_exactly_the_threshold():
+    """Sparse zeroes entries strictly below the threshold. floor(dirichlet(1), gamma=0.5) on 2 states has every
+    entry >= 0.25 = its essential infimum, so a threshold of 0.25 zeroes nothing and no entry's infimum is 0;
+    a threshold just above 0.25 zeroes entries that come near 0.25 with positive probability."""
+    base = Floor(Dirichlet(1.0, 2), 0.5)
+    assert np.all(base.entry_infima() == 0.25)
+    at = Sparse(base, 0.25)
+    assert at.sample(np.random.default_rng(0), 500).min() >= 0.25
+    assert not np.any(at.entry_infima() == 0) and at.entry_infimum() != 0.0
+    assert at.entry_floor() == 0.25
+    above = Sparse(base, 0.26)
+    assert np.all(above.entry_infima() == 0) and above.entry_infimum() == 0.0
+
+
+def test_symmetrizing_a_band_keeps_its_zeros_off_the_diagonal():
+    """A width-1 band on 3 states zeroes pi[0, 2] and pi[2, 0] in every draw; relabelling moves those zeros to
+    other off-diagonal places, so the symmetrised prior has off-diagonal infima 0 (and no gamma > 0), even
+    though the band's other infima are unknown."""
+    prior = Symmetrize(Banded(Dirichlet(1.0, 3), 1))
+    draws = prior.sample(np.random.default_rng(0), 200)
+    off = ~np.eye(3, dtype=bool)
+    assert np.all((draws[:, off] == 0).sum(axis=1) == 2)  # two zeros per draw, always off the diagonal
+    e = prior.entry_infima()
+    assert np.all(e[off] == 0)
+    assert prior.entry_infimum() == 0.0

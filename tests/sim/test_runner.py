@@ -119,3 +119,22 @@ def test_bad_config_is_rejected():
         RunConfig(profile="fast")
     with pytest.raises(RunError, match="seed"):
         RunConfig(seed=-1)
+
+
+def test_each_look_of_a_sequential_tier_decides_at_the_bonferroni_z(tmp_path):
+    """Two planned looks at z = 3 must each decide at Phi^{-1}(1 - Phi(-3)/2) = 3.2052, not at 3: a check that
+    reads ctx.z at the run's own z would spend the overall level twice."""
+    from sim.verdict import Outcome, TierResult
+
+    seen = []
+
+    def check(ctx):
+        seen.append((ctx.settings["seeds"], ctx.z))
+        return TierResult("trained", Verdict.INCONCLUSIVE, Outcome.UNDECIDED, "undecided")  # so both looks run
+
+    claim = Claim(id="TOY.ZLOOK", title="toy", source=Source("toy", "", ""), statement="-", assumptions=(),
+                  checks={"trained": check},
+                  settings={"quick": {"tiers": ("trained",), "seeds": 8, "seeds_start": 4, "seeds_step": 4}})
+    evaluate_claim(claim, RunConfig(profile="quick", seed=0, z=3.0), tmp_path)
+    assert [n for n, _ in seen] == [4, 8]
+    assert all(z == pytest.approx(3.2052, abs=1e-4) for _, z in seen), seen

@@ -230,3 +230,14 @@ def test_a_plugin_claim_with_a_margin_gets_its_closest_approach(tmp_path, regist
     closest = _closest(res)
     # Dobrushin reaches 1 at rows with disjoint supports: the climb finds the boundary (margin ~ 0 or below)
     assert closest.value <= limit - 0.99 and "witness" in closest.note
+
+
+def test_an_optimum_at_the_claimed_limit_is_tight_not_broken(tmp_path):
+    """The claim holds iff sup <= 1 (inf >= 1): an optimum equal to the limit attains it and breaks nothing."""
+    ctx = _ctx(W_L3, tmp_path)
+    for sense in ("sup", "inf"):
+        res = TierResult("exact", Verdict.PASS, Outcome.HELD, "held")
+        report_tightness(ctx, res, [Tightness(1.0, sense, {"pi": [[1.0]]}, "opt", 1, 1, 0, level={"floor": 0.1})],
+                         quantity=f"{sense} r", parameter="floor", claimed=1.0, name=f"at-{sense}", reading="how tight")
+        assert res.verdict is Verdict.PASS and res.counterexample is None
+        assert res.findings[0].verdict is Verdict.PASS
