@@ -460,3 +460,18 @@ def test_logits_reading_with_entries_near_the_smallest_double_stays_finite():
     pi = np.array([[1 - eps, eps], [eps, 1 - eps]])
     g = wei_gradient_at_zero(pi, [-1, 0, 1], 2, reading="logits")
     assert np.all(np.isfinite(g)) and abs(g.sum()) < 1e-12
+
+
+def test_logits_reading_with_a_state_of_mass_1e_320_is_the_chain_without_that_state():
+    """State 2 is entered with probability 1e-320 from every state and never starts the chain, so it
+    carries no mass: the gradient must be that of the 2-state chain without it (to ~1e-320). Every
+    candidate gives it log pi = -737, so the logits z(b) span more than 709 (exp overflows unless
+    softmax shifts by the largest z)."""
+    t = 1e-320
+    pi2 = np.array([[0.7, 0.3], [0.2, 0.8]])
+    pi3 = np.array([[0.7, 0.3, t], [0.2, 0.8, t], [0.5, 0.5, t]])
+    tree, h = [-1, 0, 1], 2
+    want = wei_gradient_at_zero(pi2, tree, h, root=[0.4, 0.6], reading="logits")
+    got = wei_gradient_at_zero(pi3, tree, h, root=[0.4, 0.6, 0.0], reading="logits")
+    assert np.all(np.isfinite(got)) and np.any(want != 0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-14)

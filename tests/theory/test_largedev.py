@@ -744,3 +744,18 @@ def test_exact_probability_is_clipped_to_one_against_round_off():
         p, v = rng.dirichlet(np.ones(7)), rng.uniform(0, 1, 7)
     assert pairwise_error_exact(v, p, 2, method="convolution", log=True) == 0.0
     assert pairwise_error_exact(v, p, 2, method="convolution") == 1.0
+
+
+@pytest.mark.parametrize("method", ["convolution", "multinomial"])
+def test_merged_sums_whose_probabilities_are_1e400_apart_add_without_overflow(method):
+    """Atoms -1, +1 (mass ~1/2 each) and 0 (mass 1e-200). At L = 2 the sum 0 is reached by (-1, +1),
+    mass 1/2, and by (0, 0), mass 1e-400: merging them adds log-probabilities ~921 apart, which
+    log-sum-exp must shift by the larger. By hand P(S_2 >= 0) = P(+1, +1) + P(-1, +1) + P(+1, -1) + O(1e-200)
+    = 1/4 + 1/2 = 3/4."""
+    v, p = [-1.0, 0.0, 1.0], [0.5, 1e-200, 0.5]
+    assert pairwise_error_exact(v, p, 2, method=method) == pytest.approx(0.75, rel=1e-12)
+    # The merge in llr_law itself: two atoms of one value, masses 1 and 1e-320 (shift by the max).
+    from theory.largedev import _merge_sorted
+
+    vals, logp = _merge_sorted(np.array([0.0, 0.0]), np.array([0.0, -740.0]), 1e-12)
+    assert vals.tolist() == [0.0] and logp[0] == pytest.approx(0.0, abs=1e-300)
