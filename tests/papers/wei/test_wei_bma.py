@@ -114,9 +114,8 @@ def test_w_l1_tolerance_is_tied_to_roundoff_a_closed_form_off_by_3e_10_fails(run
         assert res.tiers[0].counterexample["max_abs_diff"] == pytest.approx(3e-10, rel=1e-3)
 
 
-def test_w_l1_checks_the_posterior_given_a_target_prefix_too(run_claim, monkeypatch):
-    """W.L1's second reading conditions the brute force on the target's prefix as well: a brute force that is
-    wrong only when given a prefix (by 1e-6) makes the exact tier FAIL, and the context-only reading is untouched."""
+def _brute_force_wrong_only_with_a_prefix(monkeypatch):
+    """Make the claim module's brute force move 1e-6 of mass from h' = 0 to h' = 1 when it is given a target prefix."""
     import sim.papers.wei.claims.bma as bma_claims
 
     true_bruteforce = bma_claims.bma_posterior_bruteforce
@@ -130,9 +129,26 @@ def test_w_l1_checks_the_posterior_given_a_target_prefix_too(run_claim, monkeypa
         return p
 
     monkeypatch.setattr(bma_claims, "bma_posterior_bruteforce", wrong_with_a_prefix)
+
+
+def test_w_l1_checks_the_posterior_given_a_target_prefix_too(run_claim, monkeypatch):
+    """W.L1's second reading conditions the brute force on the target's prefix as well: a brute force that is
+    wrong only when given a prefix (by 1e-6) makes the exact tier FAIL, and the context-only reading is untouched."""
+    _brute_force_wrong_only_with_a_prefix(monkeypatch)
     res = run_claim(get("W.L1"), tiers=("exact",), n_matrices=1, dims=(2,), H=5, L=(2,))
     t = res.tiers[0]
     assert res.verdict is Verdict.FAIL
     readings = {r["name"].split(" ==")[0]: r["verdict"] for r in t.readings}
     assert readings == {"posterior given the context only": "PASS",
                         "posterior given the context and target prefix": "FAIL"}
+
+
+def test_w_l1_property_tier_conditions_on_the_target_prefix_too(run_claim, monkeypatch):
+    """The property tier compares the closed form with brute-force Bayes given the context AND the
+    target prefix (the claim's statement): a brute force wrong only when given a prefix (by 1e-6,
+    10^4 tolerances) must make that tier FAIL on its own."""
+    _brute_force_wrong_only_with_a_prefix(monkeypatch)
+    res = run_claim(get("W.L1"), tiers=("property",), n_matrices=1, dims=(2,), H=4, L=(1, 2), max_d=2,
+                    max_H=4, max_examples=10)
+    assert res.verdict is Verdict.FAIL, res.tiers[0].summary
+    assert res.tiers[0].counterexample["max_abs_diff"] > 1e-7

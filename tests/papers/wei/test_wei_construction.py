@@ -262,3 +262,44 @@ def test_decide_tv_limit_line_keeps_the_halving_and_notes_still_falling_only_whe
     dec = decide_tv_limit(fast, seed=0, z=3.0)
     assert dec["still_falling"] and dec["outcome"] is Outcome.HELD
     assert "still falling" not in dec["line"], dec["line"]
+
+
+def test_an_output_off_the_bma_predictive_fails_the_exact_tier_though_its_attention_is_right(run, monkeypatch):
+    """W.T1's exact tier has two criteria: the attention within the bound at every beta, and the mixture
+    prediction within it of bma_predictive at the largest beta. A model that outputs the logits reading
+    (same attention, a different predictor: > 1e-3 off, test_passes_on_defaults_with_rate_two_and_figures)
+    must FAIL on the second alone."""
+    from sim.papers.wei.claims import construction
+
+    build = construction._build
+    monkeypatch.setattr(construction, "_build",
+                        lambda pi, L, H, beta, params, output, device="cpu": build(pi, L, H, beta, params, "logits",
+                                                                                  device))
+    t = run(W_T1, tiers=("exact",)).tiers[0]
+    assert t.verdict is Verdict.FAIL, t.summary
+    cex = t.counterexample
+    # the attention stays within its bound at every beta: only the prediction is off
+    assert all(e <= b for e, b in zip(cex["max |attention - posterior|"],
+                                      cex["error bound (construction, -> 0 as beta -> inf)"]))
+    assert cex["max |prediction - bma_predictive| at largest beta"] > 1e-3
+
+
+def test_the_montecarlo_halving_is_decided_at_the_bonferroni_z_over_the_looks_the_grid_may_take(run, monkeypatch):
+    """The grid (1, 4) with cap 64 may look at L = 4, 8, 16, 32, 64: five looks, so the halving is
+    decided at the one-sided z whose tail is a fifth of z's (docstring of the tier and the claim)."""
+    from scipy import stats
+
+    from sim.papers.wei.claims import construction
+
+    seen = []
+    decide = construction.decide_tv_limit
+
+    def spy(tv, seed, z, z_halving=None):
+        seen.append((z, z_halving))
+        return decide(tv, seed, z, z_halving)
+
+    monkeypatch.setattr(construction, "decide_tv_limit", spy)
+    run(W_T1, tiers=("montecarlo",), mc_L=(1, 4), mc_L_cap=64)
+    assert seen and len({s for s in seen}) == 1
+    z, zh = seen[0]
+    assert stats.norm.sf(zh) == pytest.approx(stats.norm.sf(z) / 5, rel=1e-9)

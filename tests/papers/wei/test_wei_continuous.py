@@ -71,6 +71,29 @@ def test_rho_zero_is_assumption_unmet_and_bilinear_fits(run):
     assert t.counterexample["least-squares bilinear fit: relative residual"] == 0.0  # W = 0 reproduces it
 
 
+@pytest.mark.parametrize("tier, setting", [("exact", "rhos"), ("montecarlo", "mc_rho"), ("trained", "trained_rho")])
+@pytest.mark.parametrize("rho", [1.0, -1.0, 1.5])
+def test_rho_where_the_model_is_undefined_is_assumption_unmet_not_a_crash(run, tier, setting, rho):
+    """At |rho| >= 1 the noise variance 1 - rho^2 is <= 0: there is no Gaussian model, so each tier is
+    ASSUMPTION_UNMET, not evaluated (it used to raise ZeroDivisionError or TheoryError at rho = +-1)."""
+    res = run(W_P2, tiers=(tier,), **{setting: (rho,) if setting == "rhos" else rho})
+    (t,) = res.tiers
+    assert t.error is None and t.verdict is Verdict.ASSUMPTION_UNMET
+    assert [a.holds for a in t.assumptions if a.name == "0 < |rho| < 1"] == [False]
+    if tier == "exact":  # one instance per rho, judged by summarize_instances; nothing measured on it
+        assert "every instance breaks an assumption" in t.summary
+        assert [n.name for n in t.numbers] == ["seed (sequences)"]
+    else:
+        assert t.counterexample["rho"] == rho and "not evaluated" in t.counterexample["why"]
+
+
+def test_an_undefined_rho_beside_valid_ones_leaves_the_valid_instances_deciding(run):
+    res = run(W_P2, tiers=("exact",), rhos=(0.5, -1.0))
+    (t,) = res.tiers
+    assert t.error is None and t.conclusion is Outcome.HELD
+    assert [a.detail for a in t.assumptions if a.name == "0 < |rho| < 1"] == ["failed on 1 of 2 instances"]
+
+
 def test_local_logits_match_theory_and_ls_fit_detects_quadratic():
     rng = np.random.default_rng(1)
     A = orthogonal_matrix(rng, 3, "orthogonal")

@@ -499,3 +499,10 @@ def test_decide_gradient_boundaries_are_inclusive_at_z_b_and_at_roundoff_spread(
     # a spreadless lead within round-off (5e-13) is a tie too, not a lead
     g[:, 2, 0] = 5e-13
     assert decide_gradient(g, {2: [5e-13, 0.0]}, {2: 0}, 3.0, 0)["outcome_argmax"] is Outcome.VIOLATED
+
+
+def test_montecarlo_tier_passes_the_claimed_sign_on_to_its_decision(run):
+    """sign = -1 claims the parent's entry is the smallest: autograd's gradient peaks at the parent, so the
+    Monte Carlo tier on its own must FAIL it (the exact and property tiers are tested elsewhere)."""
+    res = run(W_T3.variant(sign=-1.0), tiers=("montecarlo",))
+    assert res.verdict is Verdict.FAIL, res.tiers[0].summary

@@ -48,6 +48,20 @@ def _sample(rng, A, rho, parents, L):
     return x
 
 
+def _undefined_rho_record(rho) -> dict:
+    return {"rho": rho, "why": f"1 - rho^2 = {1 - rho * rho:g} is the noise variance of x_h given its parent: at "
+                               "|rho| >= 1 the model is no Gaussian (and c1, c2 divide by 0), so it is not evaluated"}
+
+
+def undefined_rho_tier(tier: str, rho: float, assumptions: list[Assumption]) -> TierResult:
+    """The result of a sampled tier at ``|rho| >= 1``: ASSUMPTION_UNMET, not evaluated (W.T1's rule for
+    a construction that does not exist: never a crash)."""
+    return TierResult(tier, tier_verdict(assumptions, Outcome.UNDECIDED), Outcome.UNDECIDED,
+                      f"the model is undefined at rho = {rho} (noise variance 1 - rho^2 <= 0); not evaluated",
+                      assumptions=assumptions, counterexample=_undefined_rho_record(rho),
+                      conclusion_without_assumptions="not evaluated: the model does not exist there")
+
+
 def _bma_logits(x, A, rho, h):
     """Exact Gaussian log-likelihood scores ``sum_l log N(x_h; rho A^T x_h', (1 - rho^2) I)`` for
     ``h' < h`` (any A; for orthogonal A this is theory.gaussian_bma_logits up to a shift). ``(n, h)``."""
@@ -105,6 +119,9 @@ def _w_p2_exact(ctx: Context) -> TierResult:
         A = orthogonal_matrix(rng_A, d, s["A_kind"])
         ortho_dev = float(np.abs(A.T @ A - np.eye(d)).max())
         ass = {_ASSUMPTIONS[0]: ortho_dev <= ORTHO_TOL, _ASSUMPTIONS[1]: 0 < abs(rho) < 1}
+        if abs(rho) >= 1:
+            checks.append(InstanceCheck(ass, Outcome.UNDECIDED, 0.0, _undefined_rho_record(rho)))
+            continue
         parents = random_recursive_parents(rng_tree, H, n)
         x = _sample(rng_seq, A, rho, parents, L)
         c1, c2 = float(c1f(rho)), float(c2f(rho))
@@ -143,13 +160,15 @@ def _w_p2_exact(ctx: Context) -> TierResult:
             "first context": x[0].tolist()}))
         if theory_gap > 1e-8:
             raise AssertionError(f"local Gaussian logits disagree with theory.gaussian_bma_logits by {theory_gap:g}")
-    numbers = [Number("max relative spread of BMA logit - (c1 xAx + c2 |x|^2) over h'", worst_spread,
+    evaluated = [c for c in checks if abs(c.record["rho"]) < 1]
+    numbers = [] if not evaluated else [
+               Number("max relative spread of BMA logit - (c1 xAx + c2 |x|^2) over h'", worst_spread,
                       tolerance=IDENTITY_RTOL, note=f"rho in {list(s['rhos'])}, d={d}, L={L}, {n} contexts"),
                Number("least-squares bilinear fit of BMA logits: smallest relative residual", worst_bma,
                       tolerance=s["min_residual"], note="must stay away from 0"),
                Number("bilinear control: largest relative residual", worst_ctrl, tolerance=1e-9,
-                      note="logits of a random bilinear W: the same fit reproduces them exactly"),
-               Number("seed (sequences)", ctx.seed_for("sequences"), kind="seed")]
+                      note="logits of a random bilinear W: the same fit reproduces them exactly")]
+    numbers.append(Number("seed (sequences)", ctx.seed_for("sequences"), kind="seed"))
     return summarize_instances("exact", checks, _ASSUMPTIONS,
                                what="BMA logits = c1 x_h'^T A x_h + c2 ||x_h'||^2 up to a per-h' constant, and no "
                                     "bilinear W fits them (a bilinear control fits exactly)", numbers=numbers)
@@ -204,6 +223,8 @@ def _w_p2_montecarlo(ctx: Context) -> TierResult:
     ortho_dev = float(np.abs(A.T @ A - np.eye(d)).max())
     assumptions = [Assumption(_ASSUMPTIONS[0], ortho_dev <= ORTHO_TOL, f"max |A^T A - I| = {ortho_dev:.3g}"),
                    Assumption(_ASSUMPTIONS[1], 0 < abs(rho) < 1, f"rho = {rho}")]
+    if abs(rho) >= 1:
+        return undefined_rho_tier("montecarlo", rho, assumptions)
     seed = ctx.seed_for("mc/sequences")
     rng = np.random.default_rng(seed)
     rng_fit = ctx.rng("mc/fit")

@@ -195,6 +195,10 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     n_seeds, n_eval = s.get("trained_seeds", 2), s.get("trained_n_eval", 2048)
     recipe = WRecipe.from_settings(s, "trained_", base=W_P2_RECIPE)
     kind = s.get("A_kind", "orthogonal")
+    if abs(rho) >= 1:
+        from sim.papers.wei.claims.continuous import undefined_rho_tier
+
+        return undefined_rho_tier("trained", rho, [Assumption("0 < |rho| < 1", False, f"rho = {rho}")])
     # gaps[model][L][seed]: per-prompt BMA - model parent-selection accuracy on the same prompts.
     gaps = {m: {L: [] for L in Ls} for m in ("trained",) + tuple(k for k, _, _ in P2_CONTROLS)}
     accs = {L: {"model": [], "bma": []} for L in Ls}
