@@ -344,14 +344,15 @@ def derive_w_p2(*, claimed_c1: Callable | None = None, claimed_c2: Callable | No
     g = sp.expand(logdens - logdens.subs({z1: 0, z2: 0}))
     hess = sp.hessian(g, (z1, z2)).applyfunc(lambda e: sp.simplify(sp.trigsimp(e)))
     c2 = sp.simplify(hess[0, 0] / 2)
-    hess_ok = sp.simplify(hess[1, 1] - hess[0, 0]) == 0 and hess[0, 1] == 0 and hess[1, 0] == 0
+    hess_res = hess - hess[0, 0] * sp.eye(2)  # the Hessian must be 2 c2 I
     grad0 = sp.Matrix([sp.diff(g, z).subs({z1: 0, z2: 0}) for z in (z1, z2)])
     Axh = A * xh
     # c1 from one component where (A x_h) is a generic nonzero expression; check both components.
     c1 = sp.simplify(sp.trigsimp(grad0[0] / Axh[0]))
     grad_res = (grad0 - c1 * Axh).applyfunc(lambda e: sp.simplify(sp.trigsimp(e)))
     total_res = sp.simplify(sp.trigsimp(sp.expand(g - c1 * (xp.T * A * xh)[0, 0] - c2 * (xp.T * xp)[0, 0])))
-    derived_ok = hess_ok and all(e == 0 for e in grad_res) and total_res == 0
+    failing = _nonzero([total_res, grad_res, hess_res])
+    derived_ok = not failing
     claim1 = claimed_c1(rho) if claimed_c1 else rho / (1 - rho ** 2)
     claim2 = claimed_c2(rho) if claimed_c2 else -rho ** 2 / (2 * (1 - rho ** 2))
     diff1 = sp.simplify(c1 - claim1)
@@ -363,7 +364,7 @@ def derive_w_p2(*, claimed_c1: Callable | None = None, claimed_c2: Callable | No
     bilinear_zero = hess_bilinear == sp.zeros(2, 2)
     holds = bool(derived_ok and diff1 == 0 and diff2 == 0 and c2_nonzero and bilinear_zero)
     if not derived_ok:
-        residual = str(total_res if total_res != 0 else grad_res)
+        residual = str(failing[0])
     elif diff1 != 0 or diff2 != 0:
         residual = f"c1 - claimed_c1 = {diff1}; c2 - claimed_c2 = {diff2}"
     else:
@@ -387,6 +388,26 @@ def derive_w_p2(*, claimed_c1: Callable | None = None, claimed_c2: Callable | No
 
 
 # ----------------------------------------------------------------------------- W Lemma 2 (binary)
+def _nonzero(parts) -> list:
+    """The residuals of a proof's steps (Polys, expressions or matrices) that are not 0, in the proof's order,
+    as expressions: the proof holds iff this is empty, and a failure reports the first one."""
+    out = []
+    for r in parts:
+        expr = r.as_expr() if isinstance(r, sp.Poly) else r
+        entries = list(expr) if isinstance(expr, sp.MatrixBase) else [expr]
+        if any(sp.simplify(e) != 0 for e in entries):
+            out.append(expr)
+    return out
+
+
+def _failed_proof(failing: list, kind: str) -> str:
+    """The detail of a binary DPI proof that failed ("" when it holds)."""
+    if not failing:
+        return ""
+    return (f"{kind} DPI for binary x -> y -> z NOT proved: {len(failing)} step(s) of the proof have a nonzero "
+            "residual; the first is the residual reported.")
+
+
 def _chi2_mi(P):
     """``I_chi2 = sum P^2/(Px Py) - 1`` of a 2x2 joint (nested lists), as ``(numerator, denominator)``.
 
@@ -470,6 +491,10 @@ def derive_dpi_binary(kind: str = "chi2", *, factor=1) -> SymbolicResult:
     residual. Those two kinds are checked numerically (exact enumeration and hypothesis
     search) by the W.L2 claim and the information tests, not here.
 
+    Every step is a theorem, so only an injected fault makes the proof fail; then ``holds=False``,
+    the residual is the first step (identities, denominators, certificates, in that order) whose
+    residual is not 0, and the detail says it was NOT proved.
+
     ``factor`` other than 1 (inject one to see a wrong DPI fail): for ``factor > 1`` the claim follows
     from the proof at 1 (the MIs are >= 0). For ``factor < 1`` it is false for every kind:
     at ``a = b = c = e = 0`` (both channels noiseless) and ``p = 1/2``, ``x = y = z`` and the
@@ -521,7 +546,7 @@ def derive_dpi_binary(kind: str = "chi2", *, factor=1) -> SymbolicResult:
     lam = 1 - al - be
     t = al + lam * s
     id2 = sp.expand(t * (1 - t) - lam ** 2 * s * (1 - s) - ((1 - s) * al * (1 - al) + s * be * (1 - be)))
-    identities_ok = all(r.is_zero for r in id1) and id1_chi2.is_zero and id2 == 0
+    identities = id1 + [id1_chi2, id2]
     base = {"identity_2x2": "P[i,j] - Px[i] Py[j] = (-1)^(i+j) det P",
             "identity_channel": "t(1-t) - lambda^2 s(1-s) = (1-s) alpha(1-alpha) + s beta(1-beta)"}
 
@@ -529,21 +554,22 @@ def derive_dpi_binary(kind: str = "chi2", *, factor=1) -> SymbolicResult:
         (n_xy, d_xy), (n_yz, d_yz), (n_xz, d_xz) = _chi2_mi(P_xy), _chi2_mi(P_yz), _chi2_mi(P_xz)
         # Denominators: d_xy = px0 px1 y0 y1, d_yz = y0 y1 z0 z1, d_xz = px0 px1 z0 z1; each
         # certificate identity is multiplied by px0 px1 y0 y1 z0 z1 and expanded.
-        denoms_ok = all((lhs - rhs).is_zero for lhs, rhs in
-                        [(d_xy, px[0] * px[1] * y0 * y1), (d_yz, y0 * y1 * z0 * z1), (d_xz, px[0] * px[1] * z0 * z1)])
+        denoms = [d_xy - px[0] * px[1] * y0 * y1, d_yz - y0 * y1 * z0 * z1, d_xz - px[0] * px[1] * z0 * z1]
         cert1 = _det2(P_xy) ** 2 * ((1 - y1) * P_(c * (1 - c)) + y1 * P_(e * (1 - e)))
         cert2 = lam2 ** 2 * P_((1 - p) * a * (1 - a) + p * b * (1 - b)) * px[0] * px[1] * y0 * y1
         r1 = n_xy * (z0 * z1) - n_xz * (y0 * y1) - cert1
         r2 = n_yz * (px[0] * px[1]) - n_xz * (y0 * y1) - cert2
-        holds = identities_ok and denoms_ok and r1.is_zero and r2.is_zero
+        failing = _nonzero(identities + denoms + [r1, r2])
+        holds = not failing
         consts = dict(base, **{
             "I_xy_minus_I_xz": "det(P_xy)^2 [(1-y1) c(1-c) + y1 e(1-e)] / (px0 px1 y0 y1 z0 z1)",
             "I_yz_minus_I_xz": "lambda2^2 [(1-p) a(1-a) + p b(1-b)] / (z0 z1)",
             "ratio_xz_over_xy": "lambda2^2 y0 y1 / (z0 z1)",
             "ratio_xz_over_yz": "lambda1^2 px0 px1 / (y0 y1)",
         })
-        residual = "0" if holds else str((r1 if not r1.is_zero else r2).as_expr())
-        detail = ("chi-square DPI for binary x -> y -> z proved symbolically: both differences equal the stated "
+        residual = "0" if holds else str(failing[0])
+        detail = _failed_proof(failing, "chi-square") or (
+                  "chi-square DPI for binary x -> y -> z proved symbolically: both differences equal the stated "
                   "certificates (residuals 0), whose factors are squares or products of parameters in [0, 1] "
                   "over positive marginals; hence I_chi2(x;z) <= min(I_chi2(x;y), I_chi2(y;z)) (W Lemma 2). "
                   "Assumes interior marginals (px, y, z not point masses); otherwise the MI is 0.")
@@ -557,7 +583,8 @@ def derive_dpi_binary(kind: str = "chi2", *, factor=1) -> SymbolicResult:
         r_neg = (y0 * y1 + lam1 * px[0] * px[1]
                  - P_((1 - a) * (1 - b)) + lam1 * P_((1 - b) * p ** 2 + (1 - a) * (1 - p) ** 2))
         residuals = r_det + [r_lam, r_pos, r_neg]
-        holds = identities_ok and all(r.is_zero for r in residuals)
+        failing = _nonzero(identities + residuals)
+        holds = not failing
         consts = dict(base, **{
             "I_TV": "2 |det P| for a 2x2 joint",
             "det_P_xz": "lambda2 det(P_xy) = px0 px1 lambda1 lambda2",
@@ -566,8 +593,9 @@ def derive_dpi_binary(kind: str = "chi2", *, factor=1) -> SymbolicResult:
             "y0y1_minus_lambda1_px0px1": "a b + lambda1 (b p^2 + a (1-p)^2)",
             "y0y1_plus_lambda1_px0px1": "(1-a)(1-b) - lambda1 ((1-b) p^2 + (1-a)(1-p)^2)",
         })
-        residual = "0" if holds else str(next(r for r in residuals if not r.is_zero).as_expr())
-        detail = ("TV DPI for binary x -> y -> z proved symbolically: I_TV(x;z) = |lambda2| I_TV(x;y) <= I_TV(x;y) "
+        residual = "0" if holds else str(failing[0])
+        detail = _failed_proof(failing, "TV") or (
+                  "TV DPI for binary x -> y -> z proved symbolically: I_TV(x;z) = |lambda2| I_TV(x;y) <= I_TV(x;y) "
                   "since 1 - lambda2^2 = (c+e)(2-c-e) >= 0; "
                   "I_TV(y;z) - I_TV(x;z) = 2|lambda2|(y0 y1 - |lambda1| px0 px1) "
                   ">= 0 by the two sign-case certificates (every term non-negative on [0,1]^5 in its case).")

@@ -1,5 +1,7 @@
 """Tests for theory.symbolic: sympy derivations of W Lemma 1, Props 1-2 and binary DPI (Lemma 2)."""
+import itertools
 import math
+import types
 
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 
 from theory.continuous import gaussian_bma_constants
 from theory.errors import TheoryError
+from theory import symbolic
 from theory.information import mutual_information
 from theory.symbolic import SymbolicResult, derive_dpi_binary, derive_w_l1, derive_w_p1, derive_w_p2
 
@@ -70,6 +73,7 @@ def test_w_p1_column_shift_invariant_row_shift_not():
     assert "-2*b_0 + 2*b_1" in res.constants["row_shift_counterexample"]
     # numeric: W = 0, b = e_1, L = 2: softmax (1/(1+e^2), e^2/(1+e^2))
     assert f"{1 / (1 + math.e ** 2):.6f}"[:7] in res.constants["row_shift_numeric"]
+    assert res.detail.startswith("d=3, L=2, 3 candidates")  # the documented default sizes
 
 
 def test_w_p1_wrong_variant_row_shift_claim_fails():
@@ -434,3 +438,209 @@ def test_dpi_binary_proofs_say_what_they_proved():
         "TV DPI for binary x -> y -> z proved symbolically: I_TV(x;z) = |lambda2| I_TV(x;y) <= I_TV(x;y) since "
         "1 - lambda2^2 = (c+e)(2-c-e) >= 0; I_TV(y;z) - I_TV(x;z) = 2|lambda2|(y0 y1 - |lambda1| px0 px1) >= 0 by the "
         "two sign-case certificates (every term non-negative on [0,1]^5 in its case).")
+
+
+# ----------------------------------------------------------------------------- failure branches, by fault injection
+# Each identity here is a theorem, so no honest input reaches the code that reports a failure. A verifier's check
+# must still be able to fail, and then say which part failed and with what residual: each test below breaks ONE
+# step of one derivation (the sympy call or helper that establishes one part) and reads the report.
+class _SympyWith:
+    """sympy as theory.symbolic sees it (its module global ``sp``), with the named functions replaced."""
+
+    def __init__(self, **replaced):
+        self._replaced = replaced
+
+    def __getattr__(self, name):
+        return self._replaced[name] if name in self._replaced else getattr(sp, name)
+
+
+def test_w_l1_symbolic_pi_rows_and_root_law_are_distributions():
+    for d in (2, 3):
+        pi, nu, gens = symbolic._symbolic_pi(d)
+        assert len(pi) == d and all(len(row) == d for row in pi) and len(nu) == d
+        assert all(sp.expand(sum(row) - 1) == 0 for row in pi) and sp.expand(sum(nu) - 1) == 0
+        assert len(gens) == d * (d - 1) + (d - 1)  # the free parameters: d - 1 per row of pi, d - 1 for the root
+        assert set().union(*(sp.sympify(x).free_symbols for x in nu)) == {g for g in gens if g.name.startswith("r_")}
+
+
+def test_w_l1_prefix_check_reports_the_prefix_that_moves_the_posterior(monkeypatch):
+    # Fault: target prefixes one token too long, so they include x_h itself, whose likelihood depends on pa(h).
+    real_product = itertools.product
+
+    def product(*iterables, **kw):
+        if "repeat" in kw:  # the prefixes (contexts are given, so the only call with repeat=)
+            kw["repeat"] += 1
+        return real_product(*iterables, **kw)
+
+    monkeypatch.setattr(symbolic, "itertools", types.SimpleNamespace(product=product))
+    res = derive_w_l1(d=2, H=3, L=1, contexts=[[[0, 0, 0]]])
+    assert (res.name, res.holds) == ("W.L1 (BMA closed form)", False)
+    # the closed form itself held: all 3 of its identities (h = 1; h = 2, k = 0, 1) ran before the prefix failed
+    assert res.constants == {"trees": "2", "checks": "3"}
+    assert res.detail == ("conditioning on the target prefix (0, 1, 0) changes the posterior of pa(2) = 0 "
+                          "for context ((0, 0, 0),)")
+    # by hand: both trees give the context r0 p00^2; the prefix adds r0 pi[0][1] pi[x_pa(2)][0]
+    p00, p10, r0 = sp.symbols("p_0_0 p_1_0 r_0")
+    assert sp.expand(sp.sympify(res.residual) - r0 ** 3 * p00 ** 4 * (1 - p00) * (p00 - p10)) == 0
+
+
+def test_w_l1_polynomial_closed_forms_are_compared_without_cancelling(monkeypatch):
+    # W's weights are polynomials in pi: compared by exact Poly arithmetic (fast); cancelling is for rational ones
+    def refuse(*args, **kwargs):
+        raise AssertionError("a polynomial closed form went down the rational path")
+
+    monkeypatch.setattr(symbolic, "sp", _SympyWith(cancel=refuse, together=refuse))
+    assert derive_w_l1(d=2, H=3, L=1).holds is True
+
+
+def test_w_p1_column_claim_fails_when_the_softmax_step_fails(monkeypatch):
+    # Fault: softmax(s + C) - softmax(s) no longer simplifies to 0 (a distinct term per candidate)
+    faults = iter(sp.symbols("fault_0:9"))
+    monkeypatch.setattr(symbolic, "sp", _SympyWith(simplify=lambda e: sp.simplify(e) + next(faults)))
+    res = derive_w_p1(d=2, L=1, n_candidates=2)
+    assert res.holds is False and res.residual == "fault_0"  # the score residuals are 0: the softmax one is shown
+    assert res.constants["column_shift_invariant"] == "False" and res.constants["row_shift_invariant"] == "False"
+    assert "so the softmax is unchanged (residual nonzero)." in res.detail
+
+
+def test_w_p1_column_claim_fails_when_the_scores_move(monkeypatch):
+    # Fault: "1" in the column shift 1 a^T gets an extra eps in its last entry, so 1^T x_h' is no longer 1
+    eps = sp.Symbol("eps")
+
+    def ones(n, m):
+        out = sp.ones(n, m)
+        out[n - 1, 0] += eps
+        return out
+
+    monkeypatch.setattr(symbolic, "sp", _SympyWith(ones=ones))
+    res = derive_w_p1(d=2, L=1, n_candidates=2)
+    u0, u1, a0, a1, v0, v1 = sp.symbols("u_0_0_0 u_1_0_0 a_0 a_1 v_0_0 v_0_1")
+    assert res.holds is False and res.constants["column_shift_invariant"] == "False"
+    # the score residual is shown (the softmax step still holds): s_1 - s_0 moves by eps (u0 - u1) a^T v
+    assert sp.expand(sp.sympify(res.residual) - eps * (u0 - u1) * (a0 * v0 + a1 * v1)) == 0
+    assert "so the softmax is unchanged (residual nonzero)." in res.detail
+
+
+def test_w_p1_row_claim_holds_for_a_constant_row_shift(monkeypatch):
+    # b = beta 1 makes b 1^T = beta 1 1^T, also a column shift: the row claim then holds, residual 0
+    beta = sp.Symbol("beta")
+    monkeypatch.setattr(symbolic, "sp", _SympyWith(
+        Symbol=lambda name, **kw: beta if name.startswith("b_") else sp.Symbol(name, **kw)))
+    res = derive_w_p1(d=2, L=1, n_candidates=2, claim="row")
+    assert (res.holds, res.residual) == (True, "0")
+    assert res.constants["row_shift_invariant"] == "True" and res.constants["row_shift_residual"] == "0"
+
+
+def _w_p2_with_fault(monkeypatch, hessian_entry=None, gradient_component=None):
+    """derive_w_p2 with ``eps`` added to one entry of the BMA logit's Hessian, or to one gradient component."""
+    eps = sp.Symbol("eps")
+    diff_calls = []
+
+    def hessian(f, xs):
+        out = sp.hessian(f, xs)
+        if hessian_entry and any(s.name == "rho" for s in f.free_symbols):  # the BMA logit, not the bilinear score
+            out[hessian_entry] += eps
+        return out
+
+    def diff(f, z):  # the gradient is taken component by component, d/dz1 then d/dz2
+        diff_calls.append(z)
+        return sp.diff(f, z) + (eps if len(diff_calls) - 1 == gradient_component else 0)
+
+    monkeypatch.setattr(symbolic, "sp", _SympyWith(hessian=hessian, diff=diff))
+    return derive_w_p2()
+
+
+@pytest.mark.parametrize("entry", [(0, 1), (1, 1)])
+def test_w_p2_fails_when_a_hessian_check_fails(monkeypatch, entry):
+    # one off-diagonal entry, or the diagonal entry that c2 is not read from: c1 and c2 are still derived right
+    res = _w_p2_with_fault(monkeypatch, hessian_entry=entry)
+    eps = sp.Symbol("eps")
+    expected = sp.zeros(2, 2)
+    expected[entry] = eps
+    assert res.holds is False and sp.simplify(sp.sympify(res.residual) - expected) == sp.zeros(2, 2)  # H - 2 c2 I
+    assert "(derived; residual nonzero); match with the claimed constants: c1 yes, c2 yes." in res.detail
+
+
+def test_w_p2_a_wrong_c2_shows_the_total_residual_and_its_own_zeros(monkeypatch):
+    # Fault on the entry c2 is read from: c2 gains eps/2, so g - c1 x'^T A x - c2 |x'|^2 = -eps/2 |x'|^2
+    res = _w_p2_with_fault(monkeypatch, hessian_entry=(0, 0))
+    eps, z1, z2, rho = sp.symbols("eps z1 z2 rho")
+    assert res.holds is False
+    assert sp.simplify(sp.sympify(res.residual) + eps / 2 * (z1 ** 2 + z2 ** 2)) == 0
+    assert "(derived; residual nonzero); match with the claimed constants: c1 yes, c2 NO." in res.detail
+    # c2_zeros are the zeros of the c2 reported, here +-sqrt(eps/(1 + eps)), not W's single 0
+    c2, zeros = sp.sympify(res.constants["c2"]), sp.sympify(res.constants["c2_zeros"])
+    assert len(zeros) == 2 and all(sp.simplify(c2.subs(rho, z)) == 0 for z in zeros)
+
+
+def test_w_p2_a_wrong_gradient_shows_the_gradient_residual(monkeypatch):
+    # c1 is read off the first component; a fault in the second leaves the total residual 0, so the gradient's is shown
+    res = _w_p2_with_fault(monkeypatch, gradient_component=1)
+    assert res.holds is False and res.residual == "Matrix([[0], [eps]])"
+    assert "(derived; residual nonzero); match with the claimed constants: c1 yes, c2 yes." in res.detail
+
+
+def _which_joint(P):
+    """Name a 2x2 joint of derive_dpi_binary by its entries: the generic one of identity 1, or P_xy, P_yz, P_xz."""
+    names = {s.name for s in P[0][0].free_symbols}
+    if "p" not in names:  # every entry of P_xy, P_yz, P_xz carries the input law (1 - p, p)
+        return "generic"
+    if "c" not in names:
+        return "xy"
+    return "yz" if "a" in {s.name for s in (P[0][0] + P[0][1]).free_symbols} else "xz"  # P_xz's rows sum to px
+
+
+def _dpi_plain_laws():
+    p, a, b, c, e = sp.symbols("p a b c e")
+    y0 = (1 - p) * (1 - a) + p * b
+    z0 = y0 * (1 - c) + (1 - y0) * e
+    return p, a, b, c, e, y0, z0
+
+
+@pytest.mark.parametrize("kind", ["chi2", "tv"])
+def test_dpi_binary_fails_when_the_2x2_identity_fails(monkeypatch, kind):
+    # Fault: I_chi2's cleared numerator of the generic joint gains 1, so identity 1 fails while both certificates hold
+    real = symbolic._chi2_mi
+
+    def chi2_mi(P):
+        num, den = real(P)
+        return (num + 1 if _which_joint(P) == "generic" else num), den
+
+    monkeypatch.setattr(symbolic, "_chi2_mi", chi2_mi)
+    res = derive_dpi_binary(kind)
+    assert (res.name, res.holds) == (f"W.L2 (binary DPI, {kind})", False)
+    # the failing step's own residual, not "0" (every certificate still holds; tv used to raise StopIteration)
+    assert res.residual == "1"
+    assert res.detail == (f"{'chi-square' if kind == 'chi2' else 'TV'} DPI for binary x -> y -> z NOT proved: 1 step(s) "
+                          "of the proof have a nonzero residual; the first is the residual reported.")
+
+
+@pytest.mark.parametrize("joint", ["xy", "yz"])
+def test_dpi_binary_chi2_reports_the_certificate_that_fails(monkeypatch, joint):
+    # Fault: one MI's cleared numerator gains 1; only the certificate using that MI fails, and its residual is shown
+    real = symbolic._chi2_mi
+
+    def chi2_mi(P):
+        num, den = real(P)
+        return (num + 1 if _which_joint(P) == joint else num), den
+
+    monkeypatch.setattr(symbolic, "_chi2_mi", chi2_mi)
+    res = derive_dpi_binary("chi2")
+    p, a, b, c, e, y0, z0 = _dpi_plain_laws()
+    # r1 = n_xy z0 z1 - n_xz y0 y1 - cert1 gains z0 z1; r2 = n_yz px0 px1 - n_xz y0 y1 - cert2 gains px0 px1
+    expected = z0 * (1 - z0) if joint == "xy" else (1 - p) * p
+    assert res.holds is False and sp.expand(sp.sympify(res.residual) - expected) == 0
+
+
+def test_dpi_binary_tv_reports_the_first_identity_that_fails(monkeypatch):
+    # Fault: det(P_yz) doubled, so det_yz = y0 y1 lambda2 (the second determinant identity) fails by det_yz itself
+    real = symbolic._det2
+    monkeypatch.setattr(symbolic, "_det2", lambda P: 2 * real(P) if _which_joint(P) == "yz" else real(P))
+    res = derive_dpi_binary("tv")
+    p, a, b, c, e, y0, z0 = _dpi_plain_laws()
+    assert res.holds is False and sp.expand(sp.sympify(res.residual) - y0 * (1 - y0) * (1 - c - e)) == 0
+
+
+def test_dpi_binary_defaults_to_the_chi2_proof():
+    res = derive_dpi_binary()
+    assert (res.name, res.holds, res.residual) == ("W.L2 (binary DPI, chi2)", True, "0")
