@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.verdict import Assumption, Outcome, TierResult, tier_verdict
+
 __all__ = ["ORTHO_TOL", "orthogonal_matrix"]
 
 
@@ -30,3 +32,18 @@ def orthogonal_matrix(rng: np.random.Generator, d: int, kind: str = "orthogonal"
     if kind == "nonorthogonal":
         return q @ np.diag(np.linspace(0.6, 1.4, d))
     raise ValueError(f"unknown A kind {kind!r}; expected 'orthogonal' or 'nonorthogonal'")
+
+
+# W.P2 (x_h = rho A^T x_pa + sqrt(1 - rho^2) eta): no model at |rho| >= 1, in any of its tiers
+def undefined_rho_record(rho) -> dict:
+    return {"rho": rho, "why": f"1 - rho^2 = {1 - rho * rho:g} is the noise variance of x_h given its parent: at "
+                               "|rho| >= 1 the model is no Gaussian (and c1, c2 divide by 0), so it is not evaluated"}
+
+
+def undefined_rho_tier(tier: str, rho: float, assumptions: list[Assumption]) -> TierResult:
+    """The result of a sampled tier at ``|rho| >= 1``: ASSUMPTION_UNMET, not evaluated (W.T1's rule for
+    a construction that does not exist: never a crash)."""
+    return TierResult(tier, tier_verdict(assumptions, Outcome.UNDECIDED), Outcome.UNDECIDED,
+                      f"the model is undefined at rho = {rho} (noise variance 1 - rho^2 <= 0); not evaluated",
+                      assumptions=assumptions, counterexample=undefined_rho_record(rho),
+                      conclusion_without_assumptions="not evaluated: the model does not exist there")

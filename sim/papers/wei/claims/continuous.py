@@ -12,7 +12,7 @@ import numpy as np
 
 from theory import bilinear_logits, gaussian_bma_logits
 
-from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix
+from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix, undefined_rho_record, undefined_rho_tier
 from sim.montecarlo import mean_estimate
 from sim.sampling import random_recursive_parents
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, compare,
@@ -46,20 +46,6 @@ def _sample(rng, A, rho, parents, L):
         xp = x[b, :, parents[:, h]]  # (n, L, d)
         x[:, :, h] = rho * xp @ A + noise * rng.standard_normal((n, L, d))  # row form of rho A^T x_pa
     return x
-
-
-def _undefined_rho_record(rho) -> dict:
-    return {"rho": rho, "why": f"1 - rho^2 = {1 - rho * rho:g} is the noise variance of x_h given its parent: at "
-                               "|rho| >= 1 the model is no Gaussian (and c1, c2 divide by 0), so it is not evaluated"}
-
-
-def undefined_rho_tier(tier: str, rho: float, assumptions: list[Assumption]) -> TierResult:
-    """The result of a sampled tier at ``|rho| >= 1``: ASSUMPTION_UNMET, not evaluated (W.T1's rule for
-    a construction that does not exist: never a crash)."""
-    return TierResult(tier, tier_verdict(assumptions, Outcome.UNDECIDED), Outcome.UNDECIDED,
-                      f"the model is undefined at rho = {rho} (noise variance 1 - rho^2 <= 0); not evaluated",
-                      assumptions=assumptions, counterexample=_undefined_rho_record(rho),
-                      conclusion_without_assumptions="not evaluated: the model does not exist there")
 
 
 def _bma_logits(x, A, rho, h):
@@ -120,7 +106,7 @@ def _w_p2_exact(ctx: Context) -> TierResult:
         ortho_dev = float(np.abs(A.T @ A - np.eye(d)).max())
         ass = {_ASSUMPTIONS[0]: ortho_dev <= ORTHO_TOL, _ASSUMPTIONS[1]: 0 < abs(rho) < 1}
         if abs(rho) >= 1:
-            checks.append(InstanceCheck(ass, Outcome.UNDECIDED, 0.0, _undefined_rho_record(rho)))
+            checks.append(InstanceCheck(ass, Outcome.UNDECIDED, 0.0, undefined_rho_record(rho)))
             continue
         parents = random_recursive_parents(rng_tree, H, n)
         x = _sample(rng_seq, A, rho, parents, L)

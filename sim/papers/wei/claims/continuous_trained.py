@@ -14,7 +14,7 @@ import numpy as np
 from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, compare, tier_verdict
 from sim.claims.base import Context
 from sim.claims.inputs import record_matrix
-from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix
+from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix, undefined_rho_tier
 from sim.papers.wei.recipes import W_P2_RECIPE, WRecipe
 from sim.papers.wei.training import (combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, strictly_above,
                        threads_for)
@@ -196,8 +196,6 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     recipe = WRecipe.from_settings(s, "trained_", base=W_P2_RECIPE)
     kind = s.get("A_kind", "orthogonal")
     if abs(rho) >= 1:
-        from sim.papers.wei.claims.continuous import undefined_rho_tier
-
         return undefined_rho_tier("trained", rho, [Assumption("0 < |rho| < 1", False, f"rho = {rho}")])
     # gaps[model][L][seed]: per-prompt BMA - model parent-selection accuracy on the same prompts.
     gaps = {m: {L: [] for L in Ls} for m in ("trained",) + tuple(k for k, _, _ in P2_CONTROLS)}
