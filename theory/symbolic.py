@@ -393,10 +393,13 @@ def _nonzero(parts) -> list:
     as expressions: the proof holds iff this is empty, and a failure reports the first one."""
     out = []
     for r in parts:
-        expr = r.as_expr() if isinstance(r, sp.Poly) else r
-        entries = list(expr) if isinstance(expr, sp.MatrixBase) else [expr]
+        if isinstance(r, sp.Poly):  # exact: a Poly is zero iff it has no terms, no simplify needed
+            if not r.is_zero:
+                out.append(r.as_expr())
+            continue
+        entries = list(r) if isinstance(r, sp.MatrixBase) else [r]
         if any(sp.simplify(e) != 0 for e in entries):
-            out.append(expr)
+            out.append(r)
     return out
 
 
