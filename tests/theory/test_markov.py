@@ -1,4 +1,6 @@
 """Tests of theory.markov: validation, closed classes, stationary laws (incl. tiny entries), powers."""
+import re
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -27,6 +29,19 @@ def test_validate_stochastic_zero_entries_and_tolerance():
     with pytest.raises(TheoryError, match=r"row 0 sums to"):
         validate_stochastic([[0.5, 0.5 + 2 * ROW_SUM_ATOL], [1.0, 0.0]])
     validate_stochastic([[0.5, 0.51], [1.0, 0.0]], atol=0.02)
+
+
+def test_the_row_sum_tolerance_is_inclusive():
+    """A sum off by exactly ``atol`` is within tolerance (``|sum - 1| <= atol``, as ``numpy.isclose``).
+
+    The values are dyadic, so ``1.25 - 1`` is exactly ``0.25`` in float64 and the boundary is hit
+    exactly; just past it the input is refused."""
+    validate_stochastic([[0.5, 0.75], [1.0, 0.0]], atol=0.25)
+    validate_prob_vector([0.5, 0.75], atol=0.25)
+    with pytest.raises(TheoryError, match=r"row 0 sums to 1.2500001"):
+        validate_stochastic([[0.5, 0.7500001], [1.0, 0.0]], atol=0.25)
+    with pytest.raises(TheoryError, match=r"p sums to 1.2500001"):
+        validate_prob_vector([0.5, 0.7500001], atol=0.25)
 
 
 @pytest.mark.parametrize("pi, match", [
@@ -59,6 +74,15 @@ def test_validate_stochastic_rectangular_and_name():
         validate_stochastic([[0.2, 0.8], [0.25, 0.25]], name="K", square=False)
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0)])
+def test_a_channel_with_no_rows_or_no_columns_is_refused(shape):
+    """A rectangular channel needs at least one input and one output state: an empty side would pass
+    every entry and row-sum check vacuously."""
+    message = f"K must be a non-empty 2-d (d_in, d_out) matrix, got shape {shape}"
+    with pytest.raises(TheoryError, match=re.escape(message)):
+        validate_stochastic(np.zeros(shape), name="K", square=False)
+
+
 # -- validate_prob_vector --------------------------------------------------------------------------
 def test_validate_prob_vector_accepts():
     out = validate_prob_vector([0, 1, 0], d=3)
@@ -75,6 +99,7 @@ def test_validate_prob_vector_accepts():
     ([0.5, 0.4], {}, r"p sums to 0.9 \(off by -0.1\)"),
     ([0.5, 0.4], {"name": "root"}, r"root sums to 0.9"),
     (["x"], {}, r"could not be read"),
+    (["x"], {"name": "root"}, r"root could not be read"),
 ])
 def test_validate_prob_vector_bad_inputs(p, kwargs, match):
     with pytest.raises(TheoryError, match=match):
