@@ -257,3 +257,45 @@ def test_control_characters_in_titles_are_written_out():
     a = doc([claim("X", "PASS")])
     b = doc([claim("X", "FAIL", headline="FAIL \x1b[31mred")])
     assert "\\x1b[31mred" in render_text(diff_runs(a, b))
+
+
+def test_the_combined_error_takes_each_runs_own_standard_error():
+    """|0.25| against sqrt(0.01**2 + 0.1**2) = 0.1005: 2.49 combined s.e., inside z = 3, whichever run has the wide
+    error bar; at z = 2 it moved, by that many s.e."""
+    for se_a, se_b in ((0.01, 0.1), (0.1, 0.01)):
+        a = doc([claim("X", "PASS", [("mc", [num("p", 0.50, se_a, "montecarlo")])])])
+        b = doc([claim("X", "PASS", [("mc", [num("p", 0.75, se_b, "montecarlo")])])])
+        assert moved_keys(diff_runs(a, b, z=3.0)) == set()
+        m = diff_runs(a, b, z=2.0).moved_numbers
+        assert len(m) == 1 and m[0].sigmas == pytest.approx(0.25 / 0.0101 ** 0.5)
+
+
+def test_a_number_statistical_in_either_run_gets_the_statistical_test():
+    # exact in A, Monte Carlo in B: 0.05 apart with s.e. 0.1 is noise, not a move beyond round-off
+    a = doc([claim("X", "PASS", [("t", [num("p", 1.0, 0.0, "exact")])])])
+    b = doc([claim("X", "PASS", [("t", [num("p", 1.05, 0.1, "montecarlo")])])])
+    assert moved_keys(diff_runs(a, b)) == set() and diff_runs(a, b).numbers_compared == 1
+    assert moved_keys(diff_runs(b, a)) == set()
+
+
+def test_a_boolean_value_is_compared_as_text():
+    """The module docstring: booleans are compared as strings, so true -> 1 moved and true -> true did not."""
+    a = doc([claim("X", "PASS", [("exact", [num("flag", True), num("same", True)])])])
+    b = doc([claim("X", "PASS", [("exact", [num("flag", 1), num("same", True)])])])
+    moved = diff_runs(a, b).moved_numbers
+    assert [(m.name, m.test) for m in moved] == [("flag", "text")]
+
+
+def test_a_claim_only_in_one_run_is_listed_whatever_its_verdict():
+    a = doc([claim("X", "PASS"), claim("A.nr", "NOT_RUN")])
+    b = doc([claim("X", "PASS"), claim("B.nr", "NOT_RUN"), claim("B.err", "ERROR")])
+    d = diff_runs(a, b)
+    assert [(o.id, o.verdict) for o in d.only_in_a] == [("A.nr", "NOT_RUN")]
+    assert [(o.id, o.verdict) for o in d.only_in_b] == [("B.nr", "NOT_RUN"), ("B.err", "ERROR")]
+
+
+def test_the_header_compares_the_configurations_prior():
+    a, b = doc([claim("X", "PASS")]), doc([claim("X", "PASS")])
+    a["config"]["prior"], b["config"]["prior"] = "dirichlet(alpha=0.1)", "dirichlet(alpha=1)"
+    del a["prior"], b["prior"]  # the config is where a run's prior is recorded
+    assert diff_runs(a, b).config_changes == {"prior": ("dirichlet(alpha=0.1)", "dirichlet(alpha=1)")}

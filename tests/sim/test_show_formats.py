@@ -271,3 +271,17 @@ def test_unknown_format_is_a_usage_error(run_dir, capsys):
         main(["show", str(run_dir), "--format", "csv"])
     assert e.value.code == 2
     assert "invalid choice: 'csv'" in capsys.readouterr().err
+
+
+def test_a_tier_of_search_counts_only_is_decided_by_its_first_number():
+    """Module docstring: when every number of the deciding tier is a search count, its first one is the deciding
+    number."""
+    claim = _claim("T.P", "PASS", [_tier("property", "PASS", [_num("examples", 150, kind="property"),
+                                                              _num("shrinks", 3, kind="property")])])
+    assert deciding_number(claim)["name"] == "examples"
+
+
+def test_a_not_run_tier_never_decides():
+    claim = _claim("T.NR", "NOT_RUN", [_tier("trained", "NOT_RUN", [_num("loss", 0.1, 0.02, 64)])])
+    assert deciding_tier(claim) is None and deciding_number(claim) is None
+    assert claims_summary({"claims": [claim]})["claims"][0]["deciding"] is None

@@ -178,3 +178,47 @@ def test_map_runs_raises_on_the_first_failed_run_with_its_traceback(tmp_path):
         map_runs(SELFTEST, [{"seed": 0, "n": "not a number"}], executor="serial")
     with pytest.raises(SweepError, match="unknown executor"):
         map_runs(SELFTEST, [{}], executor="threads")
+
+
+def test_grid_axes_override_the_base():
+    """Each axis value is a grid point's parameter, even where ``base`` has a default of the same name (the Markov
+    sweep command passes its preset, N included, as ``base`` and ``--N`` as an axis)."""
+    g = grid({"n": 3, "seed": 99}, seed=[0, 1])
+    assert g == [{"n": 3, "seed": 0}, {"n": 3, "seed": 1}]
+    assert len({run_id(SELFTEST, p) for p in g}) == 2
+
+
+def test_the_format_version_is_part_of_the_run_id(monkeypatch):
+    """Records are found by id alone, so a new FORMAT must give new ids (stale records are then not reused)."""
+    import sim.sweep
+
+    before = run_id(SELFTEST, {"seed": 1})
+    monkeypatch.setattr(sim.sweep, "FORMAT", sim.sweep.FORMAT + 1)
+    assert run_id(SELFTEST, {"seed": 1}) != before
+
+
+def test_a_record_for_other_params_is_not_reused(tmp_path):
+    # a record under this id whose params are not this grid point's (copied in, or edited) must be recomputed
+    res = run_sweep(SELFTEST, [{"seed": 0, "n": 2}], tmp_path, executor="serial")
+    path = tmp_path / "runs" / f"{res.ids[0]}.json"
+    rec = json.loads(path.read_text())
+    rec["params"] = {"seed": 5, "n": 2}
+    rec["result"]["values"] = [0.0, 0.0]
+    path.write_text(json.dumps(rec))
+    again = run_sweep(SELFTEST, [{"seed": 0, "n": 2}], tmp_path, executor="serial")
+    assert again.reused == 0 and again.results() == res.results()
+
+
+def test_deterministic_part_drops_the_wall_clock_fields_at_every_depth():
+    rec = {"id": "x", "finished": "2026-01-01T00:00:00", "elapsed_s": 1.5, "worker": {"pid": 3},
+           "result": {"values": [1, 2], "timing": {"s": 2}, "runs": [{"finished": "t", "elapsed_s": 2, "v": 7}]}}
+    assert deterministic_part(rec) == {"id": "x", "result": {"values": [1, 2], "runs": [{"v": 7}]}}
+
+
+def test_a_repeated_grid_point_is_one_run_and_one_reuse(tmp_path):
+    """Duplicates run once, and a resume reuses that one record once."""
+    params = [{"seed": 0, "n": 2}, {"seed": 0, "n": 2}]
+    res = run_sweep(SELFTEST, params, tmp_path, executor="serial")
+    assert res.ids[0] == res.ids[1] and len(list((tmp_path / "runs").glob("*.json"))) == 1
+    again = run_sweep(SELFTEST, params, tmp_path, executor="serial")
+    assert again.reused == 1 and again.reused_ids == {res.ids[0]} and again.complete

@@ -1,4 +1,6 @@
 """Tests of theory.structures: CausalTree accessors, lca, networkx round trip, bad inputs."""
+import re
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -181,6 +183,39 @@ def test_from_networkx_rejects_undirected():
 def test_bad_parents_named(parents, match):
     with pytest.raises(TheoryError, match=match):
         CausalTree(parents)
+
+
+@pytest.mark.parametrize("parents, message", [
+    ([], "parents is empty: a causal tree needs at least one node"),
+    ([-1, 2, 0], "node 1: parent 2 comes after it; parents must satisfy parents[h] < h (this also rules out cycles)"),
+])
+def test_bad_parents_whole_message(parents, message):
+    """The whole sentence, not a fragment: it is what a user reads."""
+    with pytest.raises(TheoryError, match="^" + re.escape(message) + "$"):
+        CausalTree(parents)
+
+
+@pytest.mark.parametrize("parents, entry", [
+    (np.array([-1.0, 0.5]), r"parents\[1\] = 0\.5"),
+    (np.array([-1.0, np.nan]), r"parents\[1\] = nan"),
+    (np.array([-1.0, np.inf]), r"parents\[1\] = inf"),
+    (np.array([-1.0, 0.0, -np.inf]), r"parents\[2\] = -inf"),
+    (np.array([True, False]), r"parents\[0\] = True"),
+    (np.array(["-1", "0"]), r"parents\[0\] = '-1'"),
+])
+def test_an_array_of_non_integers_is_refused_naming_the_entry(parents, entry):
+    """An ndarray skips the per-entry check of a list, so its dtype path must name the first bad entry itself:
+    a float array is accepted only if every entry is a finite integer (0.5 is not truncated, inf not cast)."""
+    with pytest.raises(TheoryError, match="^" + entry + " is not an integer$"):
+        CausalTree(parents)
+
+
+def test_a_float_array_of_whole_numbers_is_the_same_tree():
+    """``np.array([-1., 0., 0.])`` is what a numpy user often holds; it is the integer tree, not an error."""
+    t = CausalTree(np.array([-1.0, 0.0, 0.0, 1.0]))
+    assert t == CausalTree([-1, 0, 0, 1])
+    assert t.parents.dtype == np.int64
+    assert CausalTree(np.array([-1, 0, 0, 1], dtype=np.float32)) == t  # any float width, not only float64
 
 
 @pytest.mark.parametrize("call, match", [
