@@ -552,6 +552,18 @@ def test_e1_passes_when_the_stages_come_in_order(run_claim, runs):
     assert [r["name"] for r in t.readings] == ["seed 0", "seed 1"] and res.headline == "PASS"
 
 
+def test_e1_runs_stop_early_only_at_the_claims_own_margin(run_claim, runs, tmp_path):
+    """With ``stop_when_nearest`` a run may stop once the last stage is nearest by the margin the decision reads
+    (the claim's z); without it every run trains for its full budget."""
+    asked = runs(lambda p: fake_record(["uniform", "unigram", "bigram", "bigram"], strategies=E_STAGES))
+    evaluate_claim(E_1, RunConfig(profile="quick", z=2.5, overrides={"E.1": {"seeds": (0, 1),
+                                                                            "stop_when_nearest": True}}), tmp_path)
+    assert len(asked) == 2 and {p.get("stop_margin_z") for p in asked} == {2.5}
+    asked.clear()
+    run_claim(E_1, seeds=(0, 1), stop_when_nearest=False)
+    assert len(asked) == 2 and not any("stop_margin_z" in p for p in asked)
+
+
 def test_e1_fails_when_a_stage_is_skipped(run_claim, runs):
     runs(lambda p: fake_record(["uniform", "bigram", "bigram", "bigram"], strategies=E_STAGES))
     res = run_claim(E_1, seeds=(0,))
@@ -881,3 +893,40 @@ def test_offset_law_exponent_error_agrees_with_the_gauss_newton_standard_error()
     resid = taus - fit["tau0"] - c * x ** b
     s2 = resid @ resid / (Ns.size - 3)
     assert fit["dof"] == 3 and fit["b_se"] == pytest.approx(np.sqrt(s2 * np.linalg.inv(J.T @ J)[2, 2]), rel=0.03)
+
+
+def delay_runs(monkeypatch, runs, delay):
+    """G.2's full-transformer runs for the Delta tau_K part: run (K, seed) crosses G1 -> G2 at step 100 and
+    G2 -> M2 ``delay(K, seed)`` steps later (a stub of crossing_step reading them off the record)."""
+    from sim.papers.markov.claims import gibson
+
+    def crossing(rec, which, to, frm):
+        t12 = 100.0
+        return t12 if (to, frm) == ("G2", "G1") else t12 + rec["spec"]["delay"]
+
+    monkeypatch.setattr(gibson, "crossing_step", crossing)
+    runs(lambda p: {**full_run({**p, "N": 64}), "spec": {"delay": delay(p["K"], p["seed"])}})
+
+
+DELAY_KS = (500, 1000, 2000, 3000, 4000, 5000, 6000)
+
+
+def test_g2_delay_exponent_is_decided_beyond_its_bootstrap_error_not_on_the_point_fit(run_claim, runs, monkeypatch):
+    """Delta tau_K = A (K2* - K)^-gamma decided with the bootstrap error of gamma: delays on G's law (gamma 2,
+    K2* 7000) HOLD, while delays scattered by a factor up to 4 between seeds leave gamma undecided whatever
+    the point fit lands on (a comparison without the error would decide it)."""
+    sa_fake(monkeypatch, law_tau())
+    over = dict(hard_N_grid=(), allpos_N_grid=(), N_grid=(), K_grid=DELAY_KS, seeds=(0, 1, 2, 3), bootstrap=60)
+
+    def reading(t):
+        return next(r for r in t.readings if r["name"].startswith("Delta tau_K"))
+
+    delay_runs(monkeypatch, runs, lambda K, seed: 4e9 * (7000 - K) ** -2.0)
+    t = tier(run_claim(G_2, **over), "trained")
+    assert reading(t)["verdict"] == "held", reading(t)
+    # seeds' delays up to a factor 4 ** 2 apart, more so near K2*: four seeds per K cannot pin gamma to +-0.5
+    scatter = {0: 0.25, 1: 4.0, 2: 0.5, 3: 2.0}
+    delay_runs(monkeypatch, runs, lambda K, seed: 4e9 * (7000 - K) ** -2.0 * scatter[seed % 4] ** (K / 3000))
+    t = tier(run_claim(G_2, **over), "trained")
+    g = next(n for n in t.numbers if n.name.startswith("gamma in Delta tau_K"))
+    assert g.stderr > 0.5 and reading(t)["verdict"] == "undecided", (g.value, g.stderr, reading(t))

@@ -614,3 +614,76 @@ def test_k1_decision_one_model_uses_z_and_the_factor_given():
     assert loose.outcome is Outcome.HELD and loose.margin == pytest.approx(0.03, rel=1e-12)
     assert loose.stderr == pytest.approx(math.sqrt(0.64e-4 + 0.004 ** 2), rel=1e-12)
     assert loose.line.endswith("needs <= 0.8 x 0.2000 = 0.1600 by 3 s.e.")
+
+
+def test_k1_literal_bound_is_met_trivially_only_when_below_lstar_by_z_standard_errors():
+    """Knowl 1's literal bound (C, c unspecified) can only be met trivially, L(theta) - L* < 0 at every T, and only
+    when that holds beyond z standard errors: a loss 0.01 below L* with a pooled error of 0.01 (z = 3) stays
+    undecided, 0.05 below it passes."""
+    lstar = 2.0
+
+    def per_T(gap):  # two seeds, no seed spread, each estimate with prompt error 0.01
+        return {T: {"losses": [Estimate(lstar + gap, 0.01, 1000)] * 2, "truth": Estimate(lstar - 0.1, 0.0, 1000)}
+                for T in (16, 64)}
+
+    near = trained._k1_literal_finding(per_T(-0.01), [16, 64], lstar, 3.0)
+    assert near.kind is FindingKind.LITERAL and near.verdict is Verdict.INCONCLUSIVE, near.detail
+    far = trained._k1_literal_finding(per_T(-0.05), [16, 64], lstar, 3.0)
+    assert far.verdict is Verdict.PASS and "holds trivially" in far.detail
+
+
+def _stub_ctx(**settings):
+    """The few parts of a Context that N.K1/N.K4's helpers read: settings, z and seeded streams."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(settings=settings, z=3.0, seed_for=lambda name: zlib.crc32(name.encode()),
+                           rng=lambda name: np.random.default_rng(zlib.crc32(name.encode())))
+
+
+def test_k1_init_scale_assumption_is_beta0_at_most_t_to_the_minus_three_halves():
+    """Knowl 10 (5): beta0 <= T_eff^(-3/2). At T = 16 that is 1/64: beta0 = 1/64 holds, beta0 = 1/16 = T^-1
+    (allowed by a weaker exponent) breaks it, every other assumption unchanged."""
+    from sim.priors import Floor
+
+    S, T = 3, 16
+    prior = Floor(Dirichlet(1.0), 0.5).bind(S)
+    par = n_graph("chain", T)
+    ctx = _stub_ctx(n_prior_draws=400)
+    ok, _, _ = trained._prior_gamma(ctx, prior, S, par, T ** -1.5, float(T))
+    loose, _, _ = trained._prior_gamma(ctx, prior, S, par, T ** -1.0, float(T))
+    beta = trained.K1_ASSUMPTIONS[4]
+    assert ok[beta] and not loose[beta]
+    assert {k: v for k, v in ok.items() if k != beta} == {k: v for k, v in loose.items() if k != beta}
+
+
+def test_k4_ood_matrices_lie_outside_the_training_support():
+    """N.K4 tests out of distribution: every drawn matrix has an entry below the training prior's floor (so no
+    training prompt could have come from it), plus the cyclic matrix; with no floor, any draw will do."""
+    S, floor = 3, 0.5 / 3
+    ctx = _stub_ctx(ood_gamma=0.2, ood_alpha=0.3, n_ood=6)
+    mats = trained._ood_matrices(ctx, S, floor)
+    assert [n for n, _ in mats][-1] == "cyclic" and len(mats) == 7
+    for _, pi in mats:
+        assert np.allclose(pi.sum(axis=1), 1.0) and pi.min() < floor
+    assert len(trained._ood_matrices(ctx, S, 0.0)) == 7
+
+
+def test_k4_is_decided_out_of_distribution_a_model_right_only_in_distribution_fails(run_claim, monkeypatch):
+    """Knowl 4 is about pi~ outside the training support: the trained model kept on the in-distribution prompts
+    but replaced by the uniform predictor on the out-of-distribution ones (error sup |1/S - pi~| at every T)
+    FAILs, though its in-distribution error decays as the trained model's does."""
+    real, calls = trained._reduced_eval, []
+
+    def ood_blind(model, x, device):
+        calls.append(len(x))
+        # one seed: per T, _k4_trained evaluates the out-of-distribution prompts first, then the in-distribution
+        ood = len(calls) % 2 == 1
+        return np.full((len(x), K4_SMALL["S"]), 1.0 / K4_SMALL["S"]) if ood else real(model, x, device)
+
+    monkeypatch.setattr(trained, "_reduced_eval", ood_blind)
+    res = run_claim(N_K4, **K4_SMALL)
+    t = tier(res, "trained")
+    assert len(calls) % (2 * len(K4_SMALL["Ts"])) == 0 and res.verdict is Verdict.FAIL, t.summary
+    ood = next(n for n in t.numbers if n.name.endswith("out of distribution (decides)"))
+    iid = next(n for n in t.numbers if n.name.endswith("in distribution (reported)"))
+    assert abs(ood.value) < 0.05 and iid.value < ood.tolerance, (ood.value, iid.value)

@@ -210,6 +210,50 @@ def test_w_e1_model_wired_to_reversed_edges_fails(run_claim, monkeypatch):
     assert "copier" not in t.counterexample["failed criteria"]
 
 
+def test_w_e1_a_w_kq_without_diagonal_blocks_is_never_read_as_block_diagonal():
+    """W_KQ = 0 (the uniform-layer-2 control) has no diagonal block to be 'block-diagonal' about: its
+    off-/diagonal ratio is infinite, so the fraction closed is the floor -1 and the criterion FAILs, while
+    W's construction (off-diagonal blocks 0) closes all of it."""
+    from sim.papers.wei.claims.trained import _control_model, _measure, decide_w_e1
+    from sim.verdict import Outcome
+
+    L, H = 3, 6
+    runs = [_e1_run(wei_construction(pi, L, H, 10.0), pi, L, H, n_eval=256) for pi in E1_PIS]
+    for r in runs:
+        assert _measure(r)["block_closed"] == pytest.approx(1.0)
+    ev = [_measure(r, _control_model("uniform layer 2", r)) for r in runs]
+    assert all(e["block"].ratio == float("inf") and e["block_closed"] == -1.0 for e in ev)
+    outs, _, _ = decide_w_e1(ev * 2, ev * 2, [1, 2, 3, 4], [1, 2, 3, 4], get("W.E1").params, 3.0, None, L)
+    assert outs["block-diagonal W_KQ"] is Outcome.VIOLATED
+
+
+def test_w_e1_per_head_finding_fails_when_any_seed_has_a_head_off_log_pi(run_claim, monkeypatch):
+    """The stricter reading 'every block's column-softmax error < 0.05' is about every head of every run: two
+    exact constructions beside one whose head 0 holds -log pi (its column softmax reversed) FAIL it."""
+    from sim.papers.wei.claims import trained
+
+    L, H = 3, 6
+
+    def runs(ctx, part, s, prefix, n_seeds, **kw):
+        out = []
+        for k, pi in enumerate(E1_PIS + E1_PIS[:1]):
+            model = wei_construction(pi, L, H, 10.0)
+            if k == 1:
+                with torch.no_grad():
+                    d = pi.shape[0]
+                    model.W_KQ[:d, :d] = -torch.as_tensor(np.log(pi), dtype=model.W_KQ.dtype)
+            run = _e1_run(model, pi, L, H, n_eval=256)
+            run.seeds = {"init": 10 + k, "data": 20 + k}
+            out.append(run)
+        return out
+
+    monkeypatch.setattr(trained, "train_seeds", runs)
+    monkeypatch.setattr(trained, "_w_e1_figures", lambda ctx, mech, col: [])
+    t = tier(run_claim(get("W.E1"), **{**TINY_E1, "seeds": 3, "seeds_start": 3}), "trained")
+    per_head = next(f for f in t.findings if f.reading.startswith("W_tf read per head"))
+    assert per_head.verdict is Verdict.FAIL and float(per_head.detail.split()[4]) > 0.05, per_head.detail
+
+
 def test_w_e1_row_error_is_reported_beside_its_gauge_prediction():
     """The row error of log pi in the column gauge (column-centred) is a property of pi: 0 for a
     pi whose columns of log pi are already centred up to a row shift, and the prediction equals
@@ -264,6 +308,17 @@ def test_w_e2_a_model_that_does_not_depend_on_L_fails_not_inconclusive(run_claim
     assert res.verdict is Verdict.FAIL, t.summary
     diff = next(n for n in t.numbers if n.name.startswith("generalisation"))
     assert abs(diff.value) < 1e-6 and diff.stderr < 1e-6
+
+
+def test_w_e2_loss_falls_finding_passes_for_a_bayes_like_model_that_gains_from_more_examples(run_claim, monkeypatch):
+    """W's sharp construction at every training L is near BMA, whose loss falls as the context holds more
+    examples of the tree: the finding 'loss at the largest test L' below the loss at the smallest' PASSes
+    with a positive drop loss(L'=1) - loss(L'=16) for every training L."""
+    _constructions_as_trained(monkeypatch, lambda L: 12.0)
+    t = tier(run_claim(get("W.E2"), prior=E2_PI, **E2_TINY), "trained")
+    falls = next(f for f in t.findings if f.reading.startswith("the catalogue's second criterion"))
+    assert falls.verdict is Verdict.PASS, falls.detail
+    assert all(n.value > 0 for n in falls.numbers) and len(falls.numbers) == 2
 
 
 def test_w_e2_wrong_model_fails(run_claim, monkeypatch):
@@ -583,6 +638,56 @@ def test_w_p2_trained_tier_leaves_out_a_run_that_did_not_train(run_claim, monkey
     monkeypatch.setattr(ct, "loss_gap_closed", lambda *a: (0.1, 0.01))
     res = run_claim(_p2_claim(), **{**one_look, "trained_steps1": 20, "trained_steps2": 20})
     assert res.verdict is Verdict.INCONCLUSIVE and "a recipe that trains" in tier(res, "trained").budget
+
+
+def _p2_shares_closed(monkeypatch, shares):
+    """loss_gap_closed returns ``shares[i]`` (share, s.e.) for both models of seed ``i`` (trained in seed order)."""
+    import sim.papers.wei.claims.continuous_trained as ct
+
+    seen = []
+
+    def patched(model, x, A_t, rho):
+        if not any(model is m for m in seen):
+            seen.append(model)
+        return shares[next(k for k, m in enumerate(seen) if m is model) // 2]
+
+    monkeypatch.setattr(ct, "loss_gap_closed", patched)
+
+
+#: A short recipe: these tests read which seeds decide, not whether the gap closes.
+P2_SHORT = {**P2_SMALL, "trained_seeds_start": 5, "trained_steps1": 30, "trained_steps2": 30, "trained_n_eval": 256}
+
+
+def test_w_p2_trained_tier_keeps_a_run_not_shown_stuck(run_claim, monkeypatch):
+    """Only a run shown not to have trained (share closed below 1/2 beyond z s.e.) leaves the decision: a run at
+    0.45 +- 0.1 is within its error of 1/2 and stays in (5 seeds decide, none named as left out)."""
+    _p2_shares_closed(monkeypatch, [(0.45, 0.1)] + [(0.9, 0.01)] * 4)
+    t = tier(run_claim(_p2_claim(), **P2_SHORT), "trained")
+    stuck = next(n for n in t.numbers if n.name.startswith("training runs that did not train"))
+    assert stuck.value == 0 and "left the decision" not in stuck.note and "left out" not in t.summary
+    assert next(n for n in t.numbers if n.name.startswith("accuracy gap")).n == 5
+    # the stricter finding 'the gap is closed at the largest L' reads the gap at L = 16, not at L = 1
+    closed = t.findings[0]
+    assert "at L=16" in closed.reading and closed.numbers[0].name == "accuracy gap BMA - trained at L=16"
+
+
+def test_w_p2_trained_tier_with_most_runs_stuck_is_undecided_whatever_the_kept_runs_say(run_claim, monkeypatch):
+    """3 of 5 seeds stuck: the recipe mostly fails, so the tier does not decide on the 2 seeds left (even where
+    their deciding check would hold) and says that a recipe that trains is needed."""
+    import sim.papers.wei.claims.continuous_trained as ct
+    from sim.verdict import Outcome
+
+    _p2_shares_closed(monkeypatch, [(0.1, 0.01)] * 3 + [(0.9, 0.01)] * 2)
+    real = ct.decide_w_p2_trained
+
+    def kept_runs_hold(gaps, seeds, z, label="trained"):  # the trained model's check holds; controls unchanged
+        out = real(gaps, seeds, z, label)
+        return (Outcome.HELD, *out[1:]) if label == "trained" else out
+
+    monkeypatch.setattr(ct, "decide_w_p2_trained", kept_runs_hold)
+    t = tier(run_claim(_p2_claim(), **P2_SHORT), "trained")
+    assert t.conclusion is Outcome.UNDECIDED and "a recipe that trains" in t.budget, (t.summary, t.budget)
+    assert "3 of 5 seeds left out" in t.summary
 
 
 def test_w_p2_trained_tier_non_orthogonal_A_is_assumption_unmet(run_claim):
