@@ -274,6 +274,22 @@ def test_k7_tolerance_is_tied_to_roundoff_a_map_off_by_1e_9_relative_fails(tmp_p
     assert 1e-10 < t.counterexample["max |difference| over all prompts"] < 1e-8
 
 
+def _map_in_float32(model):
+    """The right map with its readout rounded through float32 (torch's default dtype), then back to float64."""
+    dis = to_disentangled(model)
+    W_O = dis.W_O.detach().to(torch.float32).to(dis.W_O.dtype)
+    return DisentangledTransformer(dis.S, dis.T, [A.detach() for A in dis.A], W_O)
+
+
+def test_k7_tolerance_refutes_a_readout_rounded_through_float32(tmp_path):
+    """A second, independent guard on EXACT_TOL: a readout rounded through float32 moves the outputs by ~1e-8,
+    far above float64 round-off (< 1e-12 for the right map), so N.K7 FAILs; a tolerance widened 1000x (1e-7)
+    would pass it."""
+    t = _run(get("N.K7").variant(to_disentangled=_map_in_float32), tmp_path).tiers[0]
+    assert t.verdict is Verdict.FAIL
+    assert 1e-10 < t.counterexample["max |difference| over all prompts"] < 1e-7
+
+
 def test_k8_limit_is_reached_only_when_the_proven_bound_is_below_limit_tol(tmp_path):
     """LIMIT_TOL (1e-9) is where "the beta -> inf limit is reached" starts: at beta = 480 the proven
     bound on T = 5 prompts is ~4e-8, above it, so the exact tier cannot call the limit reached (a

@@ -114,6 +114,20 @@ def test_w_l1_tolerance_is_tied_to_roundoff_a_closed_form_off_by_3e_10_fails(run
         assert res.tiers[0].counterexample["max_abs_diff"] == pytest.approx(3e-10, rel=1e-3)
 
 
+def _rounded_to_float32(context, pi, h):
+    """The true closed form rounded through float32 (torch's default dtype: an easy slip)."""
+    return bma_posterior(context, pi, h).astype(np.float32).astype(np.float64)
+
+
+def test_w_l1_a_closed_form_in_float32_fails_its_float64_tolerance(run_claim):
+    """A second, independent guard on BMA_TOL: float32 keeps ~7 digits, so rounding a posterior through it moves
+    entries by up to half a float32 ulp (2^-25 ~ 3e-8 below 1), far above float64 round-off (~1e-15). The exact
+    tier must FAIL it, naming an error between float64's and float32's rounding scales."""
+    res = run_claim(get("W.L1").variant(closed_form=_rounded_to_float32), tiers=("exact",), **SMALL_L1)
+    assert res.verdict is Verdict.FAIL
+    assert 1e-12 < res.tiers[0].counterexample["max_abs_diff"] <= 2.0 ** -25
+
+
 def _brute_force_wrong_only_with_a_prefix(monkeypatch):
     """Make the claim module's brute force move 1e-6 of mass from h' = 0 to h' = 1 when it is given a target prefix."""
     import sim.papers.wei.claims.bma as bma_claims

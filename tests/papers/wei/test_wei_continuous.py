@@ -159,6 +159,18 @@ def test_identity_tolerance_is_tied_to_roundoff_a_c2_off_by_3e_8_relative_fails(
         assert IDENTITY_RTOL < t.numbers[0].value < 1e-7
 
 
+def test_identity_tolerance_refutes_a_c2_rounded_through_float32(run):
+    """A second, independent guard on IDENTITY_RTOL: c2 rounded through float32 is off by up to 2^-24 ~ 6e-8
+    relative, far above float64 round-off, so the exact tier FAILs; a tolerance widened 1000x (1e-6) would pass."""
+    from sim.papers.wei.claims.continuous import IDENTITY_RTOL
+
+    c2 = W_P2.params["c2"]
+    res = run(W_P2.variant(c2=lambda rho: float(np.float32(c2(rho)))), tiers=("exact",))
+    t = res.tiers[0]
+    assert t.verdict is Verdict.FAIL, t.summary
+    assert IDENTITY_RTOL < t.numbers[0].value < 1e-6
+
+
 def _near_orthogonal(monkeypatch, scale):
     """Every A of the claim's draws with its columns scaled by 1 + scale * (-1 .. 1): max |A^T A - I| ~ 2 scale."""
     import sim.papers.wei.claims.continuous as continuous

@@ -220,6 +220,20 @@ def test_identity_tolerance_is_tied_to_roundoff_a_chi2_signal_off_by_3e_10_fails
         assert res.tiers[0].counterexample["max error"] == pytest.approx(delta, rel=1e-3)
 
 
+def test_identity_tolerance_refutes_a_chi2_signal_rounded_through_float32(run, monkeypatch):
+    """A second, independent guard on IDENTITY_TOL: a chi2 signal rounded through float32 (torch's default dtype)
+    is off by up to half a float32 ulp (~3e-8 below 1), far above float64 round-off, so the exact identity FAILs;
+    a tolerance widened 1000x (1e-7) would pass it."""
+    import sim.papers.wei.claims.dynamics as dynamics
+
+    true_signal = dynamics.wei_chi2_signal
+    monkeypatch.setattr(dynamics, "wei_chi2_signal",
+                        lambda *a, **k: np.float32(true_signal(*a, **k)).astype(np.float64))
+    res = run(W_T3, tiers=("exact",), uniform_root_finding=False, n_matrices=1)
+    assert res.tiers[0].verdict is Verdict.FAIL, res.tiers[0].summary
+    assert 1e-10 < res.tiers[0].counterexample["max error"] <= 2.0 ** -25
+
+
 @pytest.mark.parametrize("delta, outcome", [(1e-13, Outcome.HELD), (1e-10, Outcome.VIOLATED)])
 def test_montecarlo_roundoff_allowance_a_spreadless_estimate_off_by_1e_10_disagrees(delta, outcome):
     """ROUNDOFF (1e-12) is the only slack when the per-sample gradients have no spread: an estimate
