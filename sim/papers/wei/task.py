@@ -11,7 +11,8 @@ import numpy as np
 
 from sim.verdict import Assumption, Outcome, TierResult, tier_verdict
 
-__all__ = ["ORTHO_TOL", "orthogonal_matrix"]
+__all__ = ["ORTHO_TOL", "RHO_RANGE", "orthogonal_matrix", "rho_assumption", "undefined_rho_record",
+           "undefined_rho_tier"]
 
 
 # W.P2 assumes A exactly orthogonal; in float64 "orthogonal" means round-off from it. Haar draws by QR
@@ -35,6 +36,14 @@ def orthogonal_matrix(rng: np.random.Generator, d: int, kind: str = "orthogonal"
 
 
 # W.P2 (x_h = rho A^T x_pa + sqrt(1 - rho^2) eta): no model at |rho| >= 1, in any of its tiers
+RHO_RANGE = "0 < |rho| < 1"
+
+
+def rho_assumption(rho: float) -> Assumption:
+    """W.P2's assumption on rho, named alike in every tier."""
+    return Assumption(RHO_RANGE, 0 < abs(rho) < 1, f"rho = {rho}")
+
+
 def undefined_rho_record(rho) -> dict:
     return {"rho": rho, "why": f"1 - rho^2 = {1 - rho * rho:g} is the noise variance of x_h given its parent: at "
                                "|rho| >= 1 the model is no Gaussian (and c1, c2 divide by 0), so it is not evaluated"}

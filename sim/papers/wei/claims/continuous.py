@@ -12,7 +12,8 @@ import numpy as np
 
 from theory import bilinear_logits, gaussian_bma_logits
 
-from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix, undefined_rho_record, undefined_rho_tier
+from sim.papers.wei.task import (ORTHO_TOL, RHO_RANGE, orthogonal_matrix, rho_assumption, undefined_rho_record,
+                                 undefined_rho_tier)
 from sim.montecarlo import mean_estimate
 from sim.sampling import random_recursive_parents
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, compare,
@@ -21,7 +22,7 @@ from sim.claims.base import Claim, Context, InstanceCheck, PrimaryReading, Sourc
 
 __all__ = ["ORTHO_TOL", "IDENTITY_RTOL", "decide_gap", "W_P2", "CLAIMS"]
 
-_ASSUMPTIONS = ("A orthogonal", "0 < |rho| < 1")
+_ASSUMPTIONS = ("A orthogonal", RHO_RANGE)
 IDENTITY_RTOL = 1e-9
 
 
@@ -208,7 +209,7 @@ def _w_p2_montecarlo(ctx: Context) -> TierResult:
     A = orthogonal_matrix(ctx.rng("mc/A"), d, s["A_kind"])
     ortho_dev = float(np.abs(A.T @ A - np.eye(d)).max())
     assumptions = [Assumption(_ASSUMPTIONS[0], ortho_dev <= ORTHO_TOL, f"max |A^T A - I| = {ortho_dev:.3g}"),
-                   Assumption(_ASSUMPTIONS[1], 0 < abs(rho) < 1, f"rho = {rho}")]
+                   rho_assumption(rho)]
     if abs(rho) >= 1:
         return undefined_rho_tier("montecarlo", rho, assumptions)
     seed = ctx.seed_for("mc/sequences")

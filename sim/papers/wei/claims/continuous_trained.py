@@ -14,7 +14,7 @@ import numpy as np
 from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, compare, tier_verdict
 from sim.claims.base import Context
 from sim.claims.inputs import record_matrix
-from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix, undefined_rho_tier
+from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix, rho_assumption, undefined_rho_tier
 from sim.papers.wei.recipes import W_P2_RECIPE, WRecipe
 from sim.papers.wei.training import (combine_outcomes, init_wei_model, recursive_parents_torch, seed_number, strictly_above,
                        threads_for)
@@ -196,7 +196,7 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     recipe = WRecipe.from_settings(s, "trained_", base=W_P2_RECIPE)
     kind = s.get("A_kind", "orthogonal")
     if abs(rho) >= 1:
-        return undefined_rho_tier("trained", rho, [Assumption("0 < |rho| < 1", False, f"rho = {rho}")])
+        return undefined_rho_tier("trained", rho, [rho_assumption(rho)])
     # gaps[model][L][seed]: per-prompt BMA - model parent-selection accuracy on the same prompts.
     gaps = {m: {L: [] for L in Ls} for m in ("trained",) + tuple(k for k, _, _ in P2_CONTROLS)}
     accs = {L: {"model": [], "bma": []} for L in Ls}
@@ -249,7 +249,7 @@ def _w_p2_trained(ctx: Context) -> TierResult:
             accs[L]["bma"].append(mean_estimate(acc_b, eval_seed))
     assumptions = [Assumption("A orthogonal", all(float(np.abs(A.T @ A - np.eye(d)).max()) <= ORTHO_TOL for A in As),
                               f"A kind {kind!r}"),
-                   Assumption("0 < |rho| < 1", 0 < abs(rho) < 1, f"rho = {rho}")]
+                   rho_assumption(rho)]
     # A run that did not train (stuck far from the Bayes loss on its own task) says nothing about the bilinear
     # limit the lemma is about: its seed leaves the decision and is counted (the controls keep every seed).
     stuck = sorted({i for (i, L), (f, se) in closed.items()
