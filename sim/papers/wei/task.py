@@ -45,6 +45,8 @@ def rho_assumption(rho: float) -> Assumption:
 
 
 def undefined_rho_record(rho) -> dict:
+    """The counterexample record of W.P2 at ``|rho| >= 1``: the noise variance ``1 - rho^2`` and why it is not
+    evaluated there."""
     return {"rho": rho, "why": f"1 - rho^2 = {1 - rho * rho:g} is the noise variance of x_h given its parent: at "
                                "|rho| >= 1 the model is no Gaussian (and c1, c2 divide by 0), so it is not evaluated"}
 
