@@ -453,7 +453,8 @@ def _anchor(cid: str) -> str:
 
 
 def _md_claim(d: dict) -> list[str]:
-    out = [f"## {_md(d['id'])} — {_md(d['title'])}", "", f"**Verdict: {d['verdict']}**  ·  source: {_md(d['source'])}  ·  "
+    # the explicit anchor: a code host's own heading ids would be the whole title, so #wl1 would lead nowhere
+    out = [f'<a id="{_anchor(d["id"])}"></a>', "", f"## {_md(d['id'])} — {_md(d['title'])}", "", f"**Verdict: {d['verdict']}**  ·  source: {_md(d['source'])}  ·  "
            f"tiers: {', '.join(d['tiers_supported'])}  ·  decided by profile `{d['decided_by']}`  ·  "
            f"claim seed {d['seed']}", "", f"*Formalization checked:* {_md(d['statement'])}", ""]
     pr = d.get("primary_reading") or {}

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Tightness", "Polish", "NoFiniteValue", "optimise", "starts_by_dimension", "floored_rows", "floored_rows_inverse", "positive_stationary",
+__all__ = ["Tightness", "Polish", "NoFiniteValue", "optimise", "starts_by_dimension", "floored_rows", "floored_rows_inverse",
            "report_tightness", "label_for", "EXACT_LABEL", "SUP_LABEL", "INF_LABEL"]
 
 SUP_LABEL = "best found by optimisation (a lower bound on the supremum)"
@@ -111,19 +111,6 @@ def floored_rows_inverse(pi, floor: float) -> np.ndarray:
         z = np.log(above)
     z = np.clip(z, -_LOGIT_BOUND, _LOGIT_BOUND)
     return (z - z.mean(axis=1, keepdims=True)).ravel()
-
-
-def positive_stationary(pi: np.ndarray) -> np.ndarray:
-    """The stationary law of a matrix with every entry ``> 0`` (irreducible, so unique): the
-    least-squares solution of ``mu (pi - I) = 0, sum mu = 1``. An optimiser's inner loop calls it
-    thousands of times, so it skips the closed-class analysis of :func:`theory.stationary`."""
-    d = pi.shape[0]
-    A = np.vstack([pi.T - np.eye(d), np.ones((1, d))])
-    b = np.zeros(d + 1)
-    b[-1] = 1.0
-    mu = np.linalg.lstsq(A, b, rcond=None)[0]
-    mu = np.maximum(mu, 0.0)
-    return mu / mu.sum()
 
 
 @dataclass(frozen=True)

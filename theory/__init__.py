@@ -8,7 +8,8 @@ Submodules not re-exported here (so ``import theory`` stays light): ``theory.sym
 """
 from .errors import TheoryError
 from .structures import CausalTree
-from .markov import validate_stochastic, validate_prob_vector, stationary, stationary_batch, closed_classes, chain_structure_batch
+from .markov import (validate_stochastic, validate_prob_vector, stationary, stationary_batch, stationary_positive,
+                     closed_classes, chain_structure_batch)
 from .joint import marginal, marginals, pairwise_joint, all_pairwise_joints, channel, sequence_pmf
 from .information import f_divergence, mutual_information, entropy
 from .contraction import dobrushin, eta_chi2, eta_kl, EtaKL, contraction_report
@@ -50,6 +51,7 @@ __all__ = [
     "validate_prob_vector",
     "stationary",
     "stationary_batch",
+    "stationary_positive",
     "chain_structure_batch",
     "closed_classes",
     "marginal",

@@ -17,6 +17,7 @@ __all__ = [
     "validate_prob_vector",
     "stationary",
     "stationary_batch",
+    "stationary_positive",
     "closed_classes",
     "chain_structure_batch",
     "matrix_powers",
@@ -226,6 +227,66 @@ def stationary(pi) -> np.ndarray:
     sub = sub / sub.sum(axis=1, keepdims=True)  # exact already; guards round-off drift
     mu[cls] = _gth(sub)
     return mu
+
+
+#: Up to this many states :func:`stationary_positive` reduces on Python floats (a few microseconds);
+#: above it the per-entry loop costs more than numpy's overhead, and :func:`_gth` runs instead.
+_SCALAR_GTH_MAX_D = 8
+
+
+def stationary_positive(pi) -> np.ndarray:
+    """The stationary law of a transition matrix with every entry ``> 0``, for inner loops.
+
+    A matrix with every entry positive is irreducible, so its law is unique and the closed-class
+    analysis of :func:`stationary` (and the support check of :func:`stationary_batch`) can be
+    skipped: this is the fast path an optimiser's inner loop calls thousands of times. It is the
+    same GTH reduction (``mu @ pi = mu``, ``sum(mu) = 1``, solved without subtractions, so entries
+    far below machine epsilon stay accurate): for ``d <= 8`` on Python floats, the last state
+    eliminated first, state 0 the reference; should a ratio over/underflow (probabilities spanning
+    ~1e300), or for larger ``d``, :func:`_gth` with its ordering of the states.
+
+    Parameters
+    ----------
+    pi : array_like, shape (d, d), row-stochastic, every entry > 0
+
+    Returns
+    -------
+    ndarray, shape (d,)
+
+    Raises
+    ------
+    TheoryError
+        If ``pi`` is not square, or has an entry that is not ``> 0`` (NaN included): then
+        :func:`stationary` is the function to call. Row sums are not checked (the callers build
+        ``pi`` row-stochastic; :func:`validate_stochastic` checks them).
+    """
+    P = np.asarray(pi, dtype=np.float64)
+    if P.ndim != 2 or P.shape[0] != P.shape[1] or P.shape[0] == 0:
+        raise TheoryError(f"pi must be a non-empty square matrix, got shape {P.shape}")
+    if not (P > 0).all():  # NaN fails this too
+        r, c = np.argwhere(~(P > 0))[0]
+        raise TheoryError(f"pi[{r}, {c}] = {P[r, c]} is not > 0: stationary_positive needs every entry positive; "
+                          "use stationary() for a general chain")
+    d = P.shape[0]
+    if d > _SCALAR_GTH_MAX_D:
+        return _gth(P)
+    A = P.tolist()
+    for k in range(d - 1, 0, -1):  # eliminate state k: censor the chain on states 0..k-1
+        row_k = A[k]
+        exit_k = sum(row_k[:k])  # = 1 - A[k][k] on the reduced chain, without cancellation
+        for i in range(k):
+            row_i = A[i]
+            ratio = row_i[k] / exit_k
+            row_i[k] = ratio
+            for j in range(k):
+                row_i[j] += ratio * row_k[j]
+    x = [1.0]
+    for j in range(1, d):
+        x.append(math.fsum(x[i] * A[i][j] for i in range(j)))
+    total = math.fsum(x)
+    if not (math.isfinite(total) and total > 0):
+        return _gth(P)
+    return np.array([v / total for v in x])
 
 
 def stationary_batch(P) -> np.ndarray:

@@ -1,23 +1,38 @@
-"""The release run: a trimmed copy of a finished run's ``results.json`` that the docs show.
+"""The release run: what the docs, the README and ``reports/release/`` show of one finished run.
 
-The claim catalogue and the README's verdict table both read ``docs/release/summary.json``, so
-the verdicts a reader sees come from one run, named with its commit, profile and seed. To
-refresh it after a release run::
+The claim catalogue and the README's verdict table both read ``docs/release/summary.json`` (a
+trimmed copy of the run's ``results.json``), and ``reports/release/`` holds the run's own
+``report.md``, ``results.json`` and the figures ``report.md`` links, so that a reader of the
+repository can read a whole report without running anything. All three come from one run,
+named with its commit, profile and seed, and are refreshed by one command::
 
     python docs/_ext/release.py reports/quick-seed0-<hash>
 
-That rewrites ``summary.json`` and the table between the ``verdicts`` markers of ``README.md``;
-``tests/docs/test_readme.py`` fails while the two disagree.
+It rewrites ``summary.json``, the table between the ``verdicts`` markers of ``README.md`` and the
+folder ``reports/release/``; ``tests/docs/test_readme.py`` fails while they disagree. To keep the
+folder small enough to commit (about 2 MB), ``results.json`` is written without indentation (the
+same JSON) and each figure is re-encoded with a 256-colour palette; ``report.html`` (the figures
+embedded), ``junit.xml``, ``run.json`` and the per-claim files ``results/<id>.json`` (which
+``results.json`` repeats) are left out.
 """
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = ROOT / "docs" / "release" / "summary.json"
 README = ROOT / "README.md"
+#: The release run's report, committed: report.md, results.json and the figures report.md links.
+RELEASE_DIR = ROOT / "reports" / "release"
+#: What the committed folder should stay under (a warning beyond it, not a refusal).
+SIZE_LIMIT = 2_000_000
+#: A figure link in report.md: ``![caption](figures/NAME.png)``, relative to the run folder.
+FIGURE_LINK = re.compile(r"!\[[^\]]*\]\((figures/[^)\s]+\.png)\)")
 START, END = "<!-- verdicts:start -->", "<!-- verdicts:end -->"
 
 
@@ -75,8 +90,8 @@ def load(path: Path = SUMMARY) -> dict:
 
 def verdict_table(summary: dict) -> str:
     """The README's table: one row per claim of the release run, its verdict and its headline's findings."""
-    lines = [f"Release run `{summary['run_id']}` (profile {summary['profile']}, master seed {summary['seed']}, "
-             f"commit `{summary['git_commit'][:7]}`, {summary['created'][:10]}):", "",
+    lines = [f"Release run [`{summary['run_id']}`](reports/release/report.md) (profile {summary['profile']}, master "
+             f"seed {summary['seed']}, commit `{summary['git_commit'][:7]}`, {summary['created'][:10]}):", "",
              "| claim | verdict | what the report says beside it |", "|---|---|---|"]
     for cid, c in summary["claims"].items():
         extra = c["headline"].removeprefix(c["verdict"]).strip()
@@ -85,7 +100,7 @@ def verdict_table(summary: dict) -> str:
         if c["verdict"] == "NOT_RUN":  # the note says what decides it: "decided by the paper profile (...)"
             extra = c["note"].split(" (")[0].split(":")[0] or f"decided by the {c['decided_by']} profile"
         extra = extra.removeprefix("finding: ").removeprefix("findings: ").replace("|", "\\|")
-        lines.append(f"| [{cid}](docs/catalogue.md) | {c['verdict']} | {extra} |")
+        lines.append(f"| [{cid}](reports/release/report.md#{cid.lower().replace('.', '')}) | {c['verdict']} | {extra} |")
     return "\n".join(lines)
 
 
@@ -99,6 +114,57 @@ def readme_block(readme: str) -> str:
     return readme[a:b].strip("\n")
 
 
+def linked_figures(report_md: str) -> list[str]:
+    """The figures ``report_md`` links (``figures/NAME.png``), each once, in order of first mention."""
+    return list(dict.fromkeys(FIGURE_LINK.findall(report_md)))
+
+
+def _palette_png(src: Path, dest: Path) -> None:
+    """``src`` re-encoded with a 256-colour palette (matplotlib's line plots and heat maps lose nothing
+    a reader sees; the file shrinks about threefold)."""
+    from PIL import Image
+
+    with Image.open(src) as im:
+        im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(dest, optimize=True)
+
+
+def release_folder(run_dir: Path, dest: Path) -> int:
+    """Write ``dest`` afresh from the finished run in ``run_dir``: its ``report.md``, its
+    ``results.json`` (without indentation) and the figures ``report.md`` links (palette PNGs), and
+    nothing else. Returns the folder's size in bytes. Raises :class:`ReleaseError` naming a missing
+    file; ``dest`` is replaced only once the new folder is whole."""
+    run_dir, dest = Path(run_dir), Path(dest)
+    try:
+        report = (run_dir / "report.md").read_text(encoding="utf-8")
+        results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReleaseError(f"{run_dir}: cannot read its report.md and results.json ({exc})") from None
+    figures = linked_figures(report)
+    missing = [f for f in figures if not (run_dir / f).is_file()]
+    if missing:
+        raise ReleaseError(f"{run_dir / 'report.md'} links figures that are not in the run folder: {', '.join(missing)}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        (build / "report.md").write_text(report, encoding="utf-8")
+        (build / "results.json").write_text(json.dumps(results, separators=(",", ":"), ensure_ascii=False) + "\n",
+                                            encoding="utf-8")
+        for f in figures:
+            (build / f).parent.mkdir(parents=True, exist_ok=True)
+            _palette_png(run_dir / f, build / f)
+        size = sum(p.stat().st_size for p in build.rglob("*") if p.is_file())
+        old = dest.with_name(f".{dest.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        if dest.exists():
+            dest.rename(old)
+        build.rename(dest)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    return size
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__)
@@ -110,9 +176,18 @@ def main(argv: list[str]) -> int:
     except ReleaseError as exc:
         print(f"release: {exc}", file=sys.stderr)
         return 2
+    try:
+        size = release_folder(Path(argv[0]), RELEASE_DIR)
+    except ReleaseError as exc:
+        print(f"release: {exc}", file=sys.stderr)
+        return 2
     SUMMARY.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     README.write_text(text.replace(old, verdict_table(summary), 1))
-    print(f"wrote {SUMMARY.relative_to(ROOT)} and the verdict table of README.md from {summary['run_id']}")
+    print(f"wrote {SUMMARY.relative_to(ROOT)}, the verdict table of README.md and {RELEASE_DIR.relative_to(ROOT)}/ "
+          f"({size / 1e6:.2f} MB) from {summary['run_id']}")
+    if size > SIZE_LIMIT:
+        print(f"release: warning: {RELEASE_DIR.relative_to(ROOT)}/ is {size / 1e6:.2f} MB, over the "
+              f"{SIZE_LIMIT / 1e6:.0f} MB it should stay under", file=sys.stderr)
     return 0
 
 

@@ -8,7 +8,7 @@ import sympy as sp
 from hypothesis import given, strategies as st
 
 from theory import TheoryError, closed_classes, stationary, validate_prob_vector, validate_stochastic
-from theory.markov import ROW_SUM_ATOL, matrix_powers, stationary_batch
+from theory.markov import ROW_SUM_ATOL, matrix_powers, stationary_batch, stationary_positive
 from theory.strategies import stochastic_matrices
 
 
@@ -450,3 +450,46 @@ def test_stationary_batch_reduces_every_irreducible_chain_itself(monkeypatch, d)
     monkeypatch.setattr(markov, "stationary", lambda P: pytest.fail("fell back to stationary()"))
     out = stationary_batch(np.stack([cycle, lazy]))
     np.testing.assert_allclose(out, np.full((2, d), 1 / d), rtol=1e-14)
+
+
+# -- stationary_positive: the fast path for matrices with every entry > 0 ---------------------------
+@given(stochastic_matrices(st.integers(1, 12), min_entry=1e-9))
+def test_stationary_positive_is_stationary_and_agrees_with_gth(pi):
+    # up to d = 8 the scalar reduction, above it _gth: both checked against the general solver
+    pi = np.maximum(pi, 1e-300)  # min_entry may round an entry to 0; every entry must be > 0 here
+    pi /= pi.sum(axis=1, keepdims=True)
+    mu = stationary_positive(pi)
+    np.testing.assert_allclose(mu, stationary(pi), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(mu @ pi, mu, rtol=0, atol=1e-14)
+
+
+def test_stationary_positive_keeps_relative_accuracy_for_tiny_entries():
+    # the rational reference of test_stationary_tiny_entries_..., every zero replaced by a tiny entry
+    off = {(0, 1): 1e-12, (0, 2): 1e-14, (1, 0): 0.3, (1, 2): 0.6, (2, 0): 1e-12, (2, 1): 0.5}
+    P, mu_exact = _exact_stationary(off, 3)
+    np.testing.assert_allclose(stationary_positive(P), mu_exact, rtol=1e-13, atol=0)
+
+
+def test_stationary_positive_falls_back_to_gth_when_a_ratio_overflows(monkeypatch):
+    # state 2 is left only through entries of 1e-310: the scalar reduction eliminates it first and its
+    # ratios overflow; _gth (which orders the states by exit probability) is called and gets it right
+    import theory.markov as markov
+
+    P = np.array([[0.5, 0.25, 0.25], [0.5, 0.25, 0.25], [1e-310, 1e-310, 1 - 2e-310]])
+    calls = []
+    gth = markov._gth
+    monkeypatch.setattr(markov, "_gth", lambda A: calls.append(A) or gth(A))
+    mu = stationary_positive(P)
+    assert len(calls) == 1
+    np.testing.assert_allclose(mu, [5e-310, 3e-310, 1.0], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("bad, match", [
+    ([[0.5, 0.5], [1.0, 0.0]], r"pi\[1, 1\] = 0.0 is not > 0"),
+    ([[0.5, 0.5], [np.nan, 0.5]], r"pi\[1, 0\] = nan is not > 0"),
+    ([[0.5, 0.5]], r"square matrix, got shape \(1, 2\)"),
+    (np.zeros((0, 0)), r"got shape \(0, 0\)"),
+])
+def test_stationary_positive_refuses_what_it_does_not_cover(bad, match):
+    with pytest.raises(TheoryError, match=match):
+        stationary_positive(bad)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory import CausalTree, stationary
+from theory import CausalTree, stationary, stationary_positive
 from theory.bma import recursive_trees
 from theory.information import KINDS
 
-from sim.tightness import (Polish, Tightness, floored_rows, floored_rows_inverse, optimise, positive_stationary,
-                          starts_by_dimension)
+from sim.tightness import Polish, Tightness, floored_rows, floored_rows_inverse, optimise, starts_by_dimension
 from sim.claims.base import Context
 from sim.claims.inputs import default_root
 
@@ -71,7 +70,7 @@ def tight_optima(ctx: Context, value, *, sense: str, purpose: str, describe, cas
         previous = [] if not table or table[-1].level["min entry of pi"] < floor else [
             ((table[-1].point[0].shape[0], tuple(table[-1].point[1].parents.tolist()), *table[-1].point[2:]),
              floored_rows_inverse(table[-1].point[0], floor))]
-        table.append(optimise(lambda x: value(*x, positive_stationary(x[0])), starts_by_dimension(by_dim), project, sense=sense,
+        table.append(optimise(lambda x: value(*x, stationary_positive(x[0])), starts_by_dimension(by_dim), project, sense=sense,
                               starts=int(s["tight_starts"]), budget=int(s["tight_budget"]),
                               seed=ctx.seed_for(f"tightness/{purpose}/{k}"), describe=lambda x: describe(*x),
                               level={"min entry of pi": floor}, neighbours=lambda case: by_dim[case[0]],

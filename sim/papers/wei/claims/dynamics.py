@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory import (CausalTree, closed_classes, mutual_information, pairwise_joint, stationary, wei_chi2_signal,
-                    wei_gradient_at_zero)
+from theory import (CausalTree, closed_classes, mutual_information, pairwise_joint, stationary, stationary_positive,
+                    wei_chi2_signal, wei_gradient_at_zero)
 from theory.bma import recursive_trees
 from theory.errors import TheoryError
 
 from sim.montecarlo import mean_estimate
 from sim.sampling import random_recursive_parents, sample_w_prompts
-from sim.tightness import positive_stationary, report_tightness
+from sim.tightness import report_tightness
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
 from sim.claims.base import (Claim, Context, InstanceCheck, PrimaryReading, Source, matrices_strategy, per_case, property_tier,
@@ -495,7 +495,7 @@ def _searched_root(pi) -> tuple[bool, np.ndarray]:
     """``(stationary?, root law)`` of a searched input, :func:`default_root`'s law as a vector. A pi with
     every entry > 0 has a unique stationary law: found directly, since the polish asks hundreds of times."""
     if pi.min() > 0:
-        return True, positive_stationary(pi)
+        return True, stationary_positive(pi)
     return default_root(pi) is None, root_vector(pi)
 
 
