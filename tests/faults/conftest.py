@@ -141,11 +141,11 @@ def assert_finished_run(res, run_dir):
     and the run folder whole (results.json, run.json and the three reports, each parsing)."""
     import xml.etree.ElementTree as ET
 
-    from sim.files import read_results
+    from sim.report import load_results
 
     assert res.code in (0, 1), res
     assert "Traceback" not in res.err and not res.new_paths, res
-    doc = read_results(run_dir)
+    doc = load_results(run_dir)
     assert doc["claims"], doc
     strict_json(run_dir / "run.json")
     ET.parse(run_dir / "junit.xml")

@@ -66,9 +66,9 @@ def _contract(res, names=(), *, run_dir=None, before=None):
         return "refused"
     assert res.code in (0, 1, 3), res
     if run_dir is not None:
-        from sim.files import read_results
+        from sim.report import load_results
 
-        doc = read_results(run_dir)
+        doc = load_results(run_dir)
         strict_json(run_dir / "run.json")
         if res.code == 3:
             assert any(c["verdict"] == "ERROR" for c in doc["claims"]), res
