@@ -73,13 +73,14 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so a reader (or a killed run) never sees half a file.
 
     The file gets the usual permissions (0666 less the umask), like the figures beside it,
-    not mkstemp's private 0600."""
+    not mkstemp's private 0600. Text that is not UTF-8 (a file name's bytes, as Python keeps
+    them in a path the report names) is written with backslash escapes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

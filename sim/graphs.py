@@ -104,7 +104,7 @@ def graph_from_spec(text: str, *, default_T: int = 20, max_parents: int | None =
         g.graph["name"] = "custom"
     elif Path(text).suffix.lower() in _GRAPH_FILE_SUFFIXES or _is_file(text):
         g = read_graph(text, max_parents=max_parents)
-        g.graph["name"] = Path(text).name
+        g.graph["name"] = _label(Path(text).name)
         return g
     else:
         kind, _, t = text.partition(":")
@@ -135,6 +135,11 @@ def graph_from_spec(text: str, *, default_T: int = 20, max_parents: int | None =
         g.nodes[v]["root"] = g.in_degree(v) == 0
     g.graph.setdefault("query", None)
     return g
+
+
+def _label(name: str) -> str:
+    """A file's name as reports and figures print it: bytes that are not UTF-8 written as escapes."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _is_file(text: str) -> bool:
@@ -197,7 +202,7 @@ def read_graph(path: str | Path, *, max_parents: int | None = None) -> nx.DiGrap
         raise GraphFileError(f"{path}: {exc}") from None
     for v in g.nodes:
         g.nodes[v]["root"] = g.in_degree(v) == 0
-    g.graph.setdefault("name", path.name)
+    g.graph.setdefault("name", _label(path.name))
     g.graph.setdefault("query", None)
     return g
 

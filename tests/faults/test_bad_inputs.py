@@ -203,6 +203,8 @@ CASES = [
          files={"p.py": OK_PLUGIN.replace("'U.OK'", "'N.K7'")}),
     Case("plugin-keyboard-interrupt-free", ["run", "--plugin", "p.py", "--claims", "U.OK", "--out", "o"], RAN,
          files={"p.py": OK_PLUGIN}),
+    Case("plugin-name-not-utf8", ["run", "--plugin", os.fsdecode(b"p\xff.py"), "--claims", "U.OK", "--out", "o"], RAN,
+         files={os.fsdecode(b"p\xff.py"): OK_PLUGIN}),
     Case("plugin-twice", ["run", "--plugin", "p.py", "--plugin", "p.py", "--claims", "U.OK", "--out", "o"], RAN,
          files={"p.py": OK_PLUGIN}),
     Case("plugin-base-exception", _run("--plugin", "p.py"), 2, ("cannot load claim plugin p.py", "raised B"),

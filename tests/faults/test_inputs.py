@@ -238,6 +238,19 @@ def test_a_deeply_nested_prior_spec_is_refused(tmp_path, spec):
     assert_input_error(run_cli(["prior", spec, "--claims", "W.L3", "--out", "o"], tmp_path), "levels deep")
 
 
+def test_a_file_name_that_is_not_utf8_reaches_the_reports_with_escapes(tmp_path):
+    """A graph file's name labels the graph in figures and reports: matplotlib and the UTF-8 writer
+    refused its bytes (N.K8's check crashed; the run ended with a UnicodeEncodeError after its work)."""
+    from sim.files import atomic_write_text
+    from sim.graphs import graph_from_spec
+
+    name = os.fsdecode(b"g\xff.json")
+    (tmp_path / name).write_text("[-1, 0, -1]")
+    assert graph_from_spec(str(tmp_path / name)).graph["name"] == "g\\udcff.json"
+    atomic_write_text(tmp_path / "r.md", f"ran on {name}")
+    assert (tmp_path / "r.md").read_text() == "ran on g\\udcff.json"
+
+
 def test_bytes_that_are_not_utf8_in_a_spec_are_named(tmp_path):
     spec = os.fsdecode(b"dirichlet(alpha=\xff)")
     assert_input_error(run_cli(["prior", spec, "--claims", "W.L3", "--out", "o"], tmp_path),
