@@ -8,9 +8,11 @@ watch it FAIL, and ``Context.prior`` is what a user's prior replaces.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import re
+import tempfile
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -463,10 +465,31 @@ def search_counterexample(strategy, violates: Callable[[Any], bool], *, max_exam
         report_multiple_bugs=False,
     )
     try:
-        example = find(strategy, condition, settings=cfg, random=random.Random(seed))
+        with _hypothesis_home_nowhere():
+            example = find(strategy, condition, settings=cfg, random=random.Random(seed))
     except (NoSuchExample, Unsatisfiable):
         return None, tried
     return example, tried
+
+
+@contextlib.contextmanager
+def _hypothesis_home_nowhere():
+    """Hypothesis's home folder moved, for one search, to a temporary folder removed after it.
+
+    Even with ``database=None`` hypothesis writes caches (the constants it collects from code that
+    is not installed, ``.hypothesis/constants/``) into its home, by default ``.hypothesis/`` in the
+    current directory; a run writes nothing outside its folder. The home in force before (a test
+    suite's, ``HYPOTHESIS_STORAGE_DIRECTORY``) is put back afterwards. The constants stay in
+    hypothesis's memory, so a search draws the same inputs as with the cache on disk."""
+    from hypothesis import configuration
+
+    before = configuration.storage_directory(intent_to_write=False).home_directory
+    with tempfile.TemporaryDirectory(prefix="icl-verify-hypothesis-") as home:
+        configuration.set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(before)
 
 
 def crash_result(tier: str, exc: BaseException) -> TierResult:
