@@ -456,12 +456,14 @@ def _search(ineq: Inequality, max_boxes: int, tight: bool, rel_gap: float) -> Ce
         if certifiable(box, hi) and (not tight or hi <= best_low):  # tight: keep what may hold the extreme
             settle(hi)
             return
-        heapq.heappush(heap, (-hi, next(counter), depth, box, lo, hi, smear))
+        # tight: the box that may hold the largest value first (it bounds the extreme); otherwise the box
+        # nearest to failing everywhere first, so that a false claim's counterexample is found early
+        heapq.heappush(heap, (-hi if tight else -lo, next(counter), depth, box, lo, hi, smear))
 
     push(root, 0)
     budget_spent = False
     while heap and found is None:
-        if tight and -heap[0][0] - best_low <= rel_gap * max(1.0, abs(best_low)):
+        if tight and heap[0][5] - best_low <= rel_gap * max(1.0, abs(best_low)):
             break
         if stats["boxes"] >= max_boxes:
             budget_spent = True
