@@ -826,7 +826,7 @@ def certified_tier(ctx: "Context", inequalities: Sequence[Any], *, what: str, ti
         return res
     if len(proved) == len(certs):
         res.summary = (f"{what}: PROVED on every stated domain ({len(certs)} certificate{'s' if len(certs) != 1 else ''}, "
-                       f"{boxes} boxes, {seconds:.1f} s)")
+                       f"{boxes} box{'es' if boxes != 1 else ''}, {seconds:.1f} s)")
         return res
     res.verdict, res.conclusion = Verdict.INCONCLUSIVE, Outcome.UNDECIDED
     open_ = [c for c in certs if c.status != "PROVED"]
