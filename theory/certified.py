@@ -129,6 +129,7 @@ class Box:
         return math.prod((b - a) / s for a, b, s in zip(self.lo, self.hi, scale))
 
     def record(self, names: Sequence[str]) -> dict[str, list[float]]:
+        """``{name: [lo, hi]}`` per coordinate, as reports print a box."""
         return {n: [a, b] for n, a, b in zip(names, self.lo, self.hi)}
 
 
@@ -160,6 +161,7 @@ class Region:
 
     description: str
     meets: Callable[[Box], bool]
+    #: True only for a box that lies inside the region (the default: never sure).
     covers: Callable[[Box], bool] = lambda box: False
     handling: str = ""
     #: The coordinate to halve first in a box that meets an excluded region without lying in it (a
@@ -167,6 +169,7 @@ class Region:
     across: int | None = None
 
     def record(self) -> dict[str, str]:
+        """``{"set": description, "handling": ...}`` (no handling key when it has none)."""
         return {"set": self.description, **({"handling": self.handling} if self.handling else {})}
 
 
@@ -210,6 +213,7 @@ class Domain:
         return inside and not any(r.meets(pt) for r in self.outside)
 
     def sides(self) -> list[str]:
+        """``"name in [lower, upper]"`` per coordinate, the ends exact."""
         return [f"{n} in [{_exact_text(a)}, {_exact_text(b)}]" for n, a, b in zip(self.names, self.lower, self.upper)]
 
     def text(self) -> str:
@@ -221,6 +225,7 @@ class Domain:
         return "; ".join(parts)
 
     def record(self) -> dict:
+        """The domain whole, as a certificate's record gives it (``docs/results.md``, "A certificate")."""
         return {**{k: str(v) for k, v in self.description.items()}, "coordinates": self.sides(),
                 **({"outside the coordinate box's domain": [r.description for r in self.outside]} if self.outside else {}),
                 "excluded": [r.description for r in self.excluded] or "none",

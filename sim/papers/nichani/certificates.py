@@ -34,7 +34,8 @@ def _graphs(T: int):
 
 
 def graph_cases(T: int) -> dict[tuple[int | None, int], int]:
-    """``{(k, |R|): how many (graph, i, j) reduce to it}`` over every graph of :func:`_graphs`, every
+    """``{(k, |R|): how many (graph, i, j) reduce to it}`` over every graph of ``_graphs`` (N's one-parent
+    graphs on ``T`` positions, position 0 and the query roots, at least one edge), every
     non-root ``i`` and ``j <= i``, ``j != p(i)``: ``k`` the tree distance of ``j`` and ``i``, None when
     ``j = i`` or ``j`` is in another tree (the gap is then ``lam^2``), and ``|R|`` the graph's roots."""
     out: dict = {}
