@@ -179,6 +179,10 @@ def test_two_state_quantities_enclose_their_values(rng):
                           lambda a, b: ref_sdpi_ratio(a, b, k, 0.93), ab)
         assert not misses(lambda a, b: iv.expected_loglik_gap_over_lam2(a, b, k),
                           lambda a, b: ref_loglik_gap_over_lam2(a, b, k), [c for c in ab if _lam_apart(c)])
+        assert not misses(lambda a, b: iv.mi_over_lam2(a, b, k),  # I / (lam^2 (mu_0 mu_1)^2) at distance k
+                          lambda a, b: _mi(_joint_at(a, b, k)) / ((1 - _mpf(a) - _mpf(b)) * _mpf(a) * _mpf(b)
+                                                                 / (_mpf(a) + _mpf(b)) ** 2) ** 2,
+                          [c for c in ab if _lam_apart(c)])
     abp = box_cases(rng, [0.02, 0.02, 0.0], [0.98, 0.98, 1.0], width=0.05)
     assert not misses(iv.eta_chi2_over_dobrushin, ref_eta_chi2_over_dobrushin, [c for c in abp if _lam_apart(c)])
     abpq = box_cases(rng, [0.02, 0.02, 0.1, 0.0], [0.98, 0.98, 0.9, 1.0], width=0.05)

@@ -98,6 +98,8 @@ def sdpi_inequality(floor, nodes: Sequence[int], bound: Callable, coordinates: s
     def ratio(x, y):
         a, b, lam, rho, m0 = _chain(x, y, coordinates)
         alpha = bound(iv.imin(m0, 1 - m0), 2 * iv.imin(a, b, 1 - a, 1 - b))
+        if isinstance(alpha, (int, float)):  # a variant's constant bound
+            alpha = iv.exact(float(alpha))
         alpha_lo, alpha_hi = iv.bounds(alpha.v if isinstance(alpha, iv.Jet) else alpha)
         if alpha_lo > 0:  # W's alpha = 1 - delta gamma >= 1/2 always; a variant's may not be
             return iv.imax(*(iv.sdpi_ratio_at(lam, rho, k, alpha) for k in sorted(by_k)))

@@ -6,14 +6,12 @@ import dataclasses
 from fractions import Fraction
 
 import numpy as np
-import pytest
 
 from sim.claims import get
 from sim.papers.nichani.certificates import gap_inequality, graph_cases
-from sim.papers.nichani.claims.gradient import gamma_parts, symmetric_finite_prior
 from sim.runner import RunConfig, evaluate_claim
 from sim.verdict import Verdict
-from theory import nichani_gradient_signal
+from theory import nichani_gradient_signal, stationary
 from theory.certified import certify
 
 
@@ -47,7 +45,15 @@ def test_the_gap_bound_is_proved_and_a_larger_bound_is_refuted(tmp_path):
     # prior; j = i has g[i, i] = 0 under the uniform mean
     par = [-1, 0, 1, 2, 3, 4, -1]
     g = nichani_gradient_signal(pi[None], par)
-    mu = np.linalg.lstsq(np.vstack([pi.T - np.eye(2), np.ones(2)]), [0, 0, 1], rcond=None)[0]
+    mu = stationary(pi)
     gamma = min(2 * pi.min(), np.sqrt(2 * ((pi - mu) ** 2).sum()), 1 - 2 / 7)
     gaps = [g[i, i - 1] - (g[i, j] if j < i else 0.0) for i in range(2, 6) for j in range(i + 1) if j != i - 1]
     assert min(gaps) < 8 * gamma ** 3 / 4
+
+
+def test_without_its_exclusion_the_certificate_is_refused():
+    """The bound is a function of gamma given by the claim, so the singular set lam = 0 is not divided out
+    but excluded: the same certificate with no exclusion is REFUSED."""
+    q = gap_inequality(0.1, 5, lambda gamma, S: gamma ** 3 / (2 * S), Fraction(1, 10 ** 9))
+    dom = dataclasses.replace(q.domain, excluded=())
+    assert certify(dataclasses.replace(q, domain=dom), max_boxes=100).status == "REFUSED"

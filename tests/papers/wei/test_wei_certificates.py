@@ -10,7 +10,6 @@ import pytest
 
 from sim.claims import get
 from sim.papers.wei import certificates as wc
-from sim.tightness import BracketMismatch
 from sim.verdict import Verdict
 from theory import CausalTree, mutual_information, pairwise_joint, stationary, wei_gradient_at_zero
 

@@ -4,8 +4,6 @@ next run before any search; an undecided or refused certificate is INCONCLUSIVE 
 it; a user's prior leaves the tier NOT_RUN. The tier name flows through the claim machinery."""
 from fractions import Fraction
 
-import pytest
-
 from sim.claims.base import TIERS, Claim, Context, Source, certified_tier
 from sim.corpus import FIXED, REPLAYED, STORED, Corpus
 from sim.verdict import Outcome, Verdict
