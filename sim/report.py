@@ -37,7 +37,8 @@ def package_versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
-    for name in ("icl-causal-verify", "numpy", "scipy", "sympy", "torch", "networkx", "hypothesis", "matplotlib"):
+    for name in ("icl-causal-verify", "numpy", "scipy", "sympy", "torch", "networkx", "hypothesis", "matplotlib",
+                 "python-flint"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -173,12 +174,39 @@ def _number_rows(numbers: Sequence[dict]) -> list[list[str]]:
     rows = []
     for n in numbers:
         rows.append([n["name"], _fmt_num(n["value"]), _fmt_num(n["stderr"]) if n["stderr"] else "0 (exact)"
-                     if n["kind"] == "exact" else _fmt_num(n["stderr"]),
+                     if n["kind"] == "exact" else "0 (certified)" if n["kind"] == "certified" else _fmt_num(n["stderr"]),
                      _fmt_num(n["n"]), _fmt_num(n["seed"]), _fmt_num(n["tolerance"]), n["kind"], n.get("note", "")])
     return rows
 
 
 _NUM_HEAD = ["number", "value", "± (s.e.)", "n", "seed", "tolerance", "kind", "note"]
+_CERT_HEAD = ["inequality", "status", "domain (whole)", "boxes", "precision", "time", "outcome"]
+_CERT_INTRO = ("Certificates: each inequality decided on its whole stated domain by branch-and-bound with rigorous "
+               "interval enclosures (python-flint arb balls). PROVED covers every box of the domain outside the "
+               "exclusions it names; a counterexample box fails at every point of it.")
+
+
+def _certificate_rows(certs: Sequence[dict]) -> list[list[str]]:
+    """One row per certificate: the domain whole, its boxes, precision, time, and what decided it."""
+    rows = []
+    for c in certs:
+        boxes = (f"{c.get('boxes evaluated')} evaluated: {c.get('boxes certified')} certified, "
+                 f"{c.get('boxes excluded')} excluded, {c.get('boxes left open')} open; deepest split "
+                 f"{c.get('deepest split')}; budget {c.get('box budget')}")
+        outcome = []
+        if c.get("bracket on the extreme"):
+            lo, hi = c["bracket on the extreme"]
+            outcome.append(f"extreme in [{_fmt_num(lo)}, {_fmt_num(hi)}]")
+        if c.get("counterexample box"):
+            outcome.append("counterexample box " + json.dumps(c["counterexample box"]))
+        if c.get("largest open box"):
+            outcome.append("largest open box " + json.dumps(c["largest open box"]))
+        if c.get("reason"):
+            outcome.append(c["reason"])
+        rows.append([f"{c.get('inequality')}: {c.get('statement')}", str(c.get("status")), str(c.get("domain in words")),
+                     boxes, f"{c.get('precision (bits)')} bits", f"{c.get('time (s, process)')} s (process)",
+                     "; ".join(outcome) or "—"])
+    return rows
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -487,6 +515,11 @@ def _md_claim(d: dict) -> list[str]:
                 out.append("| " + " | ".join(_md_escape_cell(x) for x in (c["name"], c["mechanism"], c["verdict"],
                                                                              c["deciding"])) + " |")
             out.append("")
+        if t.get("certificates"):
+            out += [_CERT_INTRO, "", "| " + " | ".join(_CERT_HEAD) + " |", "|" + "---|" * len(_CERT_HEAD)]
+            for row in _certificate_rows(t["certificates"]):
+                out.append("| " + " | ".join(_md_escape_cell(c) for c in row) + " |")
+            out.append("")
         if t["numbers"]:
             out.append("| " + " | ".join(_NUM_HEAD) + " |")
             out.append("|" + "---|" * len(_NUM_HEAD))
@@ -692,6 +725,11 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
             for c in t["controls"]:
                 out.append(f"<tr><td>{_e(c['name'])}</td><td>{_e(c['mechanism'])}</td><td>{_badge(c['verdict'])}</td>"
                            f"<td>{_e(c['deciding'])}</td></tr>")
+            out.append("</table>")
+        if t.get("certificates"):
+            out.append(f"<p>{_e(_CERT_INTRO)}</p><table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in _CERT_HEAD) + "</tr>")
+            for row in _certificate_rows(t["certificates"]):
+                out.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>")
             out.append("</table>")
         if t["numbers"]:
             out.append("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in _NUM_HEAD) + "</tr>")
