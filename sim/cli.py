@@ -1,6 +1,6 @@
 """The ``icl-verify`` command line.
 
-    icl-verify list                      claims, sources, tiers, the profile that decides each, last verdict
+    icl-verify list [--claims P]         claims, sources, primary readings, tiers, deciding profile, last verdict
     icl-verify run [options]             run claims, write a report, exit 1 if any claim FAILs (or crashes)
     icl-verify show RUN_DIR [--format F] print a finished run's summary (text, md, json or latex)
     icl-verify prior SPEC [options]      audit claims under a prior on transition matrices
@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="folder searched for the last verdicts (default reports/)")
     p_list.add_argument("--plugin", action="append", default=[], metavar="FILE", type=Path,
                         help="also list the claims of this plugin file")
+    p_list.add_argument("--claims", default=None, metavar="PATTERN",
+                        help="only these claims (globs, e.g. 'G.*'), each followed by its primary reading: the "
+                             "seed's statement quoted, its lines and its setting")
 
     p_run = sub.add_parser("run", help="run claims and write report.md, report.html, results.json, junit.xml",
                            epilog=_EXIT_EPILOG)
@@ -260,19 +263,36 @@ def _cmd_list(args) -> int:
     from sim import claims
 
     _load_plugins(args.plugin)
+    if args.claims is None:
+        chosen = claims.all_claims()
+    else:
+        try:
+            chosen = claims.select(args.claims)
+        except claims.UnknownClaimError as exc:
+            raise _UserError(str(exc)) from None
     last = _last_verdicts(args.reports)
-    rows = [("id", "source", "tiers", "decided by", "last verdict", "title")]
-    for c in claims.all_claims():
+    rows = [("id", "source", "primary reading", "tiers", "decided by", "last verdict", "title")]
+    for c in chosen:
         lv = last.get(c.id)
         tiers = ",".join(c.tiers) or ("(see note)" if c.pending else "(none)")
         title = f"{c.title} [{c.pending}]" if c.pending and not c.tiers else c.title
-        rows.append((c.id, c.source.cite(), tiers, c.decided_by if c.tiers else "(see note)",
-                     f"{lv[0]} ({lv[1]})" if lv else "—", title))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        rows.append((c.id, c.source.cite(), c.primary.cite() if c.primary else "—", tiers,
+                     c.decided_by if c.tiers else "(see note)", f"{lv[0]} ({lv[1]})" if lv else "—", title))
+    n = len(rows[0]) - 1
+    widths = [max(len(r[i]) for r in rows) for i in range(n)]
     for k, r in enumerate(rows):
-        print("  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])
+        print("  ".join(r[i].ljust(widths[i]) for i in range(n)) + "  " + r[n])
         if k == 0:
             print("  ".join("-" * w for w in widths) + "  -----")
+    if args.claims is not None:
+        for c in chosen:
+            print(f"\n{c.id}: {c.title}  (decided by {c.decided_by if c.tiers else 'see note'})")
+            if c.primary is None:
+                print("  primary reading: none declared")
+                continue
+            print(f'  {c.primary.cite()}: "{c.primary.statement}"')
+            if c.primary.setting:
+                print(f"  setting: {c.primary.setting}")
     return EXIT_OK
 
 

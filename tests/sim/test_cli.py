@@ -98,3 +98,20 @@ def test_list_says_how_a_claim_without_tiers_is_decided(tmp_path, capsys):
     assert main(["list", "--reports", str(tmp_path)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("N.K10"))
     assert "(pending)" not in row and "icl-verify prior" in row and "quick" not in row
+
+
+def test_list_quotes_each_chosen_claims_primary_reading(tmp_path, capsys):
+    from sim.claims import get
+
+    assert main(["list", "--reports", str(tmp_path), "--claims", "W.L3"]) == 0
+    out = capsys.readouterr().out
+    primary = get("W.L3").primary
+    rows = [line for line in out.splitlines() if line.startswith("W.")]
+    assert len(rows) == 2 and primary.cite() in rows[0] and "quick" in rows[0]  # the table row, then the block
+    assert f'{primary.cite()}: "{primary.statement}"' in out and primary.setting in out
+
+
+def test_list_with_a_pattern_that_matches_nothing_is_one_line(tmp_path, capsys):
+    assert main(["list", "--reports", str(tmp_path), "--claims", "Q.*"]) == 2
+    err = capsys.readouterr().err
+    assert "Q.*" in err and len(err.strip().splitlines()) == 1
