@@ -81,6 +81,10 @@ def _job_seeds(ctx, jobs, *rest, **kw):
     return [(j["init_seed"], j["data_seed"]) for j in jobs]
 
 
+def _job_kw_seeds(ctx, **kw):
+    return [(j["init_seed"], j["data_seed"]) for j in kw["jobs"]]
+
+
 def _run_seeds(ctx, name, params, *rest, **kw):
     return [(p["seed"], p.get("chain_seed")) for p in params]
 
@@ -89,14 +93,15 @@ def _run_seeds(ctx, name, params, *rest, **kw):
 ENTRY_POINTS = {
     "W.E1": ("sim.papers.wei.training.run_jobs", _job_seeds),
     "W.E2": ("sim.papers.wei.claims.trained.run_jobs", _job_seeds),
-    "W.P2": ("sim.train.make_generator", lambda seed, device: [seed]),
-    "N.K1": ("sim.papers.nichani.claims.trained.train_reduced_many", lambda task, seeds, **kw: list(seeds)),
-    "N.K4": ("sim.papers.nichani.claims.trained.train_reduced_many", lambda task, seeds, **kw: list(seeds)),
-    "N.K9": ("sim.papers.nichani.claims.constructions_trained.train_disentangled", lambda task, recipe, **kw: [kw["seed"]]),
+    "W.P2": ("sim.papers.wei.claims.continuous_trained.run_jobs", _job_kw_seeds),
+    "N.K1": ("sim.papers.nichani.claims.trained.run_jobs", lambda ctx, **kw: [j["seed"] for j in kw["jobs"]]),
+    "N.K4": ("sim.papers.nichani.claims.trained.run_jobs", lambda ctx, **kw: [j["seed"] for j in kw["jobs"]]),
+    "N.K9": ("sim.papers.nichani.claims.constructions_trained.run_jobs",
+             lambda ctx, **kw: [j["seed"] for j in kw["jobs"]]),
     "N.E": ("sim.papers.nichani.claims.experiments.run_jobs", lambda ctx, fn, jobs, **kw: [j["seed"] for j in jobs]),
     "G.1": ("sim.papers.markov.runs.sweep_records", _run_seeds),
     "E.1": ("sim.papers.markov.runs.sweep_records", _run_seeds),
-    "G.2": ("sim.papers.markov.sa_transformer.train_tau", lambda **kw: list(kw["seeds"])),
+    "G.2": ("sim.papers.markov.claims.gibson.run_jobs", lambda ctx, **kw: [s for j in kw["jobs"] for s in j["seeds"]]),
 }
 
 

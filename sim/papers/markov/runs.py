@@ -1,19 +1,19 @@
 """Shared machinery of the trained Markov-chain claims (G.1, G.2, E.1): turning a profile's
-settings into sweep runs, reading a run's nearest strategy with its paired error bar, and
-the figures."""
+settings into training runs (jobs of the grid runner, :func:`sim.claims.jobs.run_jobs`, with their
+declared cost), reading a run's nearest strategy with its paired error bar, and the figures."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
-import os
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from sim.papers.markov.task import (MarkovRunSpec, audit_strategies, evaluation_sets, predict, run_chains,
-                          score_predictions)
+from sim.claims.jobs import Cost, run_jobs
+from sim.papers.markov.task import (MarkovRunSpec, audit_strategies, eval_schedule, evaluation_sets, predict,
+                                    run_chains, run_markov, score_predictions, train_markov)
 from sim.papers.markov.placement import placement, separations
-from sim.sweep import run_sweep
 
 #: Phases a trained model is placed in: the four strategies of G, plus "uniform" for a model
 #: still at its initial plateau (G2 with add-alpha and a short context is close to uniform,
@@ -36,20 +36,72 @@ def run_params(ctx, **extra) -> dict[str, Any]:
 
 
 def sweep_records(ctx, name: str, params_list: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Run the grid through :func:`sim.sweep.run_sweep` in ``OUT/sweeps/<claim>-<name>/``
-    (finished runs are reused on a rerun: a killed claim resumes) and return the records
-    in grid order. Executor: settings ``executor`` (``local`` on CPU, ``serial`` on CUDA by
-    default), ``workers``, ``address`` (Dask). Raises when a run failed."""
-    executor = ctx.settings.get("executor") or ("local" if ctx.device == "cpu" else "serial")
-    out = ctx.out_dir / "sweeps" / f"{ctx.claim.id}-{name}"
-    res = run_sweep("sim.papers.markov.task:run_markov", params_list, out, executor=executor,
-                    workers=ctx.settings.get("workers") or os.cpu_count(), address=ctx.settings.get("address"),
-                    progress=ctx.progress)
-    if res.failed:
-        reasons = "; ".join(f"{rid}: {msg.strip().splitlines()[-1]}" for rid, msg in res.failed.items())
-        raise RuntimeError(f"{len(res.failed)} of {len(res.ids)} training runs failed ({reasons}); "
-                           f"rerun the claim to resume (finished runs in {out} are kept)")
-    return [res.records[i]["result"] for i in res.ids]
+    """Train the grid of runs ``params_list`` (:func:`sim.papers.markov.task.run_markov`'s parameters)
+    on the grid runner (:func:`sim.claims.jobs.run_jobs`: each run's record is kept in the run folder
+    as it finishes, so an interrupted claim resumes) and return the records in grid order."""
+    return run_jobs(ctx, **markov_jobs(ctx, name, params_list))
+
+
+def markov_jobs(ctx, name: str, params_list: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for the grid ``params_list`` of part ``name``
+    (what :func:`sweep_records` trains and a claim's plan prices)."""
+    return {"fn": run_markov, "jobs": [json.loads(json.dumps(dict(p))) for p in params_list], "key": markov_key,
+            "label": f"{ctx.claim.id} {name} run", "cost": markov_cost}
+
+
+def markov_key(params: Mapping[str, Any]) -> tuple:
+    """A run's memo key: its parameters as sorted JSON (every input of the run)."""
+    return ("markov.run", json.dumps({k: v for k, v in params.items() if k != "progress"}, sort_keys=True))
+
+
+#: The fields of a run that set the cost of one training step, and of one evaluation.
+_STEP_SHAPE = ("C", "K", "N", "width", "layers", "heads", "mlp", "positions", "batch")
+_EVAL_SHAPE = ("C", "K", "N", "width", "layers", "heads", "mlp", "positions", "n_eval", "strategies", "ood")
+
+
+def markov_cost(params: Mapping[str, Any]) -> Cost:
+    """What one run of :func:`sim.papers.markov.task.run_markov` trains: ``steps`` AdamW steps of the
+    Markov LM at ``batch`` and one evaluation at each step of its evaluation schedule (fewer when a
+    stopping rule ends it early)."""
+    spec = MarkovRunSpec.from_dict({k: v for k, v in params.items() if k in _SPEC_FIELDS})
+    # K sets the cost only by being finite (the training chains, and an in-distribution evaluation set) or not
+    d = {**dataclasses.asdict(spec), "K": "inf" if spec.K == "inf" else "finite"}
+    shape = {k: (list(d[k]) if isinstance(d[k], tuple) else d[k]) for k in _STEP_SHAPE}
+    eshape = {k: (list(d[k]) if isinstance(d[k], tuple) else d[k]) for k in _EVAL_SHAPE}
+    n_evals = len(eval_schedule(spec.steps, spec.eval_every, spec.eval_log_points))
+    return Cost.of("markov-lm", "sim.papers.markov.runs:timing_run", steps=[(shape, spec.steps)],
+                   evals=[(eshape, n_evals)], early_stop=bool(spec.stop_when_nearest or spec.stop_when_placed))
+
+
+#: The seed of the cost plan's timing runs: they time a step, no number of theirs is reported.
+TIMING_SEED = 0
+#: The training chains of a timing run with a finite K (the step's cost does not depend on how many).
+_TIMING_CHAINS = 16
+
+
+def timing_run(unit: str, shape: Mapping[str, Any], count: int, device: str = "cpu") -> None:
+    """The cost plan's timing run (:mod:`sim.plan`): ``count`` training steps (``unit="step"``) or
+    evaluations (``"eval"``) of the Markov LM at ``shape`` (the fields of :func:`markov_cost`)."""
+    import torch
+
+    from sim.papers.markov.model import MarkovLM
+    from sim.papers.markov.task import _Evaluator
+
+    fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in shape.items()}
+    fields["K"] = "inf" if shape.get("K") == "inf" else _TIMING_CHAINS
+    spec = MarkovRunSpec.from_dict({**fields,
+                                    "steps": int(count) if unit == "step" else 0, "eval_every": 10 ** 9,
+                                    "eval_log_points": 0, "n_eval": int(shape.get("n_eval", 2)),
+                                    "strategies": tuple(shape.get("strategies", ("uniform",))),
+                                    "ood": bool(shape.get("ood", True)), "threads": 1})
+    if unit == "step":
+        train_markov(spec, device=device)
+        return
+    P, mu = run_chains(spec)
+    evaluator = _Evaluator(spec, P, mu, device)
+    model = MarkovLM(spec.model_config(), generator=torch.Generator().manual_seed(TIMING_SEED)).to(device)
+    for _ in range(int(count)):
+        evaluator(model)
 
 
 def check_labels(labels: Mapping[str, str]) -> None:

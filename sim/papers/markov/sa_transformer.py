@@ -89,7 +89,8 @@ from torch import Tensor, nn
 
 from sim.models.hooks import HookPoint
 
-__all__ = ["SAConfig", "SATransformer", "fresh_batch", "last_position_strategies", "train_tau"]
+__all__ = ["SAConfig", "SATransformer", "fresh_batch", "last_position_strategies", "train_tau", "tau_job", "tau_key",
+           "tau_cost", "timing_run"]
 
 LAYER1 = ("learned", "hard")
 
@@ -390,3 +391,41 @@ def train_tau(*, N: int, seeds: Sequence[int] | int, C: int = 10, alpha: float =
                              "prior": None if prior is None else prior.spec()},
                 "seconds": time.perf_counter() - t0})
     return rec
+
+
+def tau_job(job: dict[str, Any]) -> dict[str, Any]:
+    """:func:`train_tau` from plain arguments (the prior as its spec): one job of the grid runner
+    (:func:`sim.claims.jobs.run_jobs`; module level, so a worker process imports it)."""
+    from sim.priors import parse_prior
+
+    args = {k: v for k, v in job.items() if k not in ("prior", "progress")}
+    return train_tau(**args, prior=None if job.get("prior") is None else parse_prior(job["prior"]))
+
+
+def tau_key(job: dict[str, Any]) -> tuple:
+    """Every input of :func:`tau_job` (its memo key; not ``progress``)."""
+    return ("markov.sa.train_tau",) + tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                                   for k, v in job.items() if k != "progress"))
+
+
+def tau_cost(job: dict[str, Any]):
+    """What one :func:`tau_job` trains: its seeds as one model, ``max_steps`` SGD steps (fewer once
+    every seed has crossed) in blocks of ``eval_every`` steps, each followed by an evaluation."""
+    from sim.claims.jobs import Cost
+
+    shape = {k: job[k] for k in ("N", "C", "layer1", "loss", "batch", "eval_every", "n_eval")}
+    shape["models"] = len(job["seeds"])
+    every = int(job["eval_every"])
+    blocks = -(-int(job["max_steps"]) // every)  # ceil: the last block may be short
+    return Cost.of("markov-sa", "sim.papers.markov.sa_transformer:timing_run", blocks=[(shape, blocks)],
+                   block_steps=every, models=len(job["seeds"]), early_stop=True)
+
+
+def timing_run(unit: str, shape: dict[str, Any], count: int, device: str = "cpu") -> None:
+    """The cost plan's timing run (:mod:`sim.plan`): ``count`` blocks of ``eval_every`` steps, each with
+    its evaluation, of :func:`train_tau` at ``shape`` (the fields of :func:`tau_cost`), never stopping early."""
+    every = int(shape["eval_every"])
+    train_tau(N=int(shape["N"]), seeds=int(shape["models"]), C=int(shape["C"]), layer1=shape["layer1"],
+              loss=shape["loss"], batch=int(shape["batch"]), max_steps=every * int(count), eval_every=every,
+              n_eval=int(shape["n_eval"]), patience=10 ** 9)
+

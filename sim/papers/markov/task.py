@@ -698,10 +698,12 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
 
 def run_markov(params: Mapping[str, Any]) -> dict[str, Any]:
     """Sweep entry point: ``params`` (a :class:`MarkovRunSpec` as a dict, plus an optional
-    ``device``) -> the JSON-able record of :func:`train_markov`."""
+    ``device`` and, where it runs in the claim's own process, ``progress``) -> the JSON-able record
+    of :func:`train_markov`."""
     params = dict(params)
     device = params.pop("device", "cpu")
-    return train_markov(MarkovRunSpec.from_dict(params), device=device)
+    progress = params.pop("progress", None)
+    return train_markov(MarkovRunSpec.from_dict(params), device=device, progress=progress)
 
 
 # ------------------------------------------------------------------------ read-outs ---

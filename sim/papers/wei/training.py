@@ -36,7 +36,8 @@ __all__ = [
     "TASKS", "WTask", "WRun", "recursive_parents_torch", "init_wei_model", "train_wei", "evaluate_wei",
     "closed_fraction", "blind_bma_tv", "uniform_ov_error", "run_record", "threads_for",
     "seed_number", "OUTCOME_VERDICT", "combine_outcomes", "ROUND_OFF", "strictly_above",
-    "task_assumptions", "train_job", "run_jobs", "train_seeds",
+    "task_assumptions", "train_job", "run_jobs", "train_seeds", "seed_jobs", "seed_job_args", "job_args", "train_cost",
+    "timing_run",
 ]
 
 TASKS = ("w", "independent-trees", "fixed-tree")
@@ -346,24 +347,84 @@ def _job_key(job: Mapping[str, Any]) -> tuple:
         (k, np.asarray(v, dtype=np.float64).tobytes() if k == "pi" else v) for k, v in job.items() if k != "progress"))
 
 
+def train_cost(job: Mapping[str, Any]):
+    """What :func:`train_job` trains: the recipe's two stages of W's model (``steps1`` at ``batch1``,
+    ``steps2`` at ``batch2``) and, with ``n_eval``, one evaluation (:func:`evaluate_wei`)."""
+    from sim.claims.jobs import Cost
+
+    recipe, d = job["recipe"], int(np.asarray(job["pi"]).shape[0])
+    size = {"d": d, "L": int(job["L"]), "H": int(job["H"])}
+    steps = [({**size, "batch": recipe.batch1, "stage": 1}, recipe.steps1),
+             ({**size, "batch": recipe.batch2, "stage": 2}, recipe.steps2)]
+    evals = [({**size, "n_eval": int(job["n_eval"])}, 1)] if job.get("n_eval") else []
+    return Cost.of("wei", "sim.papers.wei.training:timing_run", steps=steps, evals=evals)
+
+
+def job_args(jobs: list[dict], label: str) -> dict[str, Any]:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for :func:`train_job` over ``jobs`` (what
+    :func:`run_jobs` trains and a claim's plan prices)."""
+    return {"fn": train_job, "jobs": jobs, "key": _job_key, "label": label, "cost": train_cost}
+
+
 def run_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
     """:func:`train_job` over ``jobs``, in order, on the grid runner (:func:`sim.claims.jobs.run_jobs`):
     on the CPU a local pool of ``settings["workers"]`` (default: the CPU count) one-thread
     workers, otherwise here one by one with live progress; the numbers are the same. Jobs this
-    claim's evaluation already trained (an earlier look of a sequential decision) are taken
-    from ``ctx.memo``, not trained again."""
-    return run_claim_jobs(ctx, train_job, jobs, key=_job_key, label=label)
+    claim's evaluation already trained (an earlier look of a sequential decision, or an
+    interrupted run's records) are not trained again."""
+    return run_claim_jobs(ctx, **job_args(jobs, label))
 
 
-def train_seeds(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
-                 task_kind: str | None = None) -> list[WRun]:
-    """Train ``n_seeds`` models of part ``part`` of the claim (settings ``s`` under ``prefix``: ``d, L, H``, the
-    recipe, ``n_eval``): each on its own ``pi`` from the prior and its own seeds, through :func:`run_jobs`."""
+def seed_jobs(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
+              task_kind: str | None = None) -> list[dict]:
+    """The jobs of :func:`train_seeds`: ``n_seeds`` models of part ``part`` of the claim (settings ``s``
+    under ``prefix``: ``d, L, H``, the recipe, ``n_eval``), each on its own ``pi`` from the prior and
+    its own seeds."""
     d, L, H = s[f"{prefix}d"], s[f"{prefix}L"], s[f"{prefix}H"]
     recipe = WRecipe.from_settings(s, prefix)
     kind = task_kind or s.get("task", "w")
-    jobs = [{"pi": prior_for(ctx, d).sample(ctx.rng(f"{part}/pi/{i}"), 1)[0], "L": L, "H": H, "kind": kind,
+    return [{"pi": prior_for(ctx, d).sample(ctx.rng(f"{part}/pi/{i}"), 1)[0], "L": L, "H": H, "kind": kind,
              "fixed_seed": ctx.seed_for(f"{part}/fixed-tree/{i}"), "recipe": recipe, "device": ctx.device,
              "init_seed": ctx.seed_for(f"{part}/init/{i}"), "data_seed": ctx.seed_for(f"{part}/data/{i}"),
              "n_eval": s[f"{prefix}n_eval"], "eval_seed": ctx.seed_for(f"{part}/eval/{i}")} for i in range(n_seeds)]
-    return run_jobs(ctx, jobs, f"{ctx.claim.id} {part} seed")
+
+
+def _seed_label(ctx: Context, part: str) -> str:
+    return f"{ctx.claim.id} {part} seed"
+
+
+def seed_job_args(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
+                  task_kind: str | None = None) -> dict[str, Any]:
+    """:func:`job_args` of :func:`seed_jobs` (what :func:`train_seeds` trains and a claim's plan prices)."""
+    return job_args(seed_jobs(ctx, part, s, prefix, n_seeds, task_kind=task_kind), _seed_label(ctx, part))
+
+
+def train_seeds(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
+                task_kind: str | None = None) -> list[WRun]:
+    """Train the models of :func:`seed_jobs` through :func:`run_jobs`."""
+    return run_jobs(ctx, seed_jobs(ctx, part, s, prefix, n_seeds, task_kind=task_kind), _seed_label(ctx, part))
+
+
+#: The seed of the cost plan's timing runs: they time a step, no number of theirs is reported.
+TIMING_SEED = 0
+
+
+def timing_run(unit: str, shape: Mapping[str, Any], count: int, device: str = "cpu") -> None:
+    """The cost plan's timing run (:mod:`sim.plan`): ``count`` training steps of W's model at ``shape``
+    (``d, L, H``, ``batch`` and the ``stage``, whose parameters train), or ``count`` evaluations on
+    ``n_eval`` prompts (:func:`evaluate_wei`, after one step)."""
+    from sim.claims.inputs import DEFAULT_W_PRIOR
+
+    d, L, H = int(shape["d"]), int(shape["L"]), int(shape["H"])
+    pi = DEFAULT_W_PRIOR.bind(d).sample(np.random.default_rng(TIMING_SEED), 1)[0]
+    task = WTask(pi, L, H, device=device)
+    if unit == "step":
+        stage1 = int(shape["stage"]) == 1
+        recipe = WRecipe(steps1=int(count) if stage1 else 0, batch1=int(shape["batch"]),
+                         steps2=0 if stage1 else int(count), batch2=int(shape["batch"]))
+        train_wei(task, recipe, init_seed=TIMING_SEED, data_seed=TIMING_SEED, device=device)
+        return
+    run = train_wei(task, WRecipe(steps1=1, steps2=0, batch1=8), init_seed=TIMING_SEED, data_seed=TIMING_SEED,
+                    device=device)
+    for _ in range(int(count)):
+        evaluate_wei(run, int(shape["n_eval"]), TIMING_SEED)

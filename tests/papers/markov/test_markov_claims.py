@@ -253,9 +253,9 @@ def test_k1_bracket():
 
 
 # ---------------------------------------------------------------------------- G.2 --
-# G.2's primary reading trains the SA-transformer in process (sim.papers.markov.sa_transformer.train_tau);
-# these tests replace it by a law-driven fake, so the fit and the verdict logic run in
-# milliseconds (tests/papers/markov/test_sa_transformer.py trains the real model).
+# G.2's primary reading trains the SA-transformer on the grid runner (one sim.papers.markov.sa_transformer.tau_job
+# per N, through sim.claims.jobs.run_jobs); these tests replace the jobs by a law-driven fake, so the fit and the
+# verdict logic run in milliseconds (tests/papers/markov/test_sa_transformer.py trains the real model).
 SPREAD = (-1.5, -0.5, 0.5, 1.5)  # per-seed relative deviations (x 1%): a spread like the real runs'
 
 
@@ -283,7 +283,11 @@ def sa_fake(monkeypatch, primary, hard=None, allpos=None, missing=(), missing_in
         taus = [None if (N, i) in gone else float(fn(N, i)) for i in range(len(seeds))]
         return {"tau": taus, "seconds": 0.0, "settings": {"N": N, "layer1": layer1, "loss": loss, "synthetic": True}}
 
+    from sim.papers.markov.claims import gibson
+
     monkeypatch.setattr(sa, "train_tau", fake)
+    monkeypatch.setattr(gibson, "run_jobs", lambda ctx, fn, jobs, **kw: [fake(**{k: v for k, v in j.items()
+                                                                                  if k != "prior"}) for j in jobs])
     return calls
 
 

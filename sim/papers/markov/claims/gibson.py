@@ -32,6 +32,7 @@ from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outc
 from sim.papers.markov import runs as mr
 from sim.papers.markov.placement import absolute_placement, judge_end, placement
 from sim.claims.base import Claim, PrimaryReading, Source
+from sim.claims.jobs import planned_jobs, run_jobs
 
 __all__ = ["G_1", "G_2", "CLAIMS", "k1_bracket", "fit_power_law", "fit_divergence", "fit_offset_law", "judge_law",
            "law_x", "asymptotic_exponent_bound"]
@@ -175,17 +176,31 @@ def _stop_rule(ctx, K: int, k_few: int, k_many: int) -> dict[str, Any]:
             "stop_margin_z": float(ctx.z), "stop_patience": int(ctx.settings["stop_patience"])}
 
 
+def _g1_params(ctx) -> tuple[list[tuple[int, int]], dict[tuple[int, int], dict]]:
+    """G.1's grid of (K, seed) and the training run of each."""
+    Ks, seeds = list(ctx.settings["K"]), list(ctx.settings["seeds"])
+    grid = [(K, seed) for K in Ks for seed in seeds]
+    k_few, k_many = min(Ks), max(Ks)
+    params = {(K, seed): mr.run_params(ctx, K=K, seed=ctx.seed_for(f"train-{seed}"),
+                                       chain_seed=ctx.seed_for(f"chains-{seed}"), **_stop_rule(ctx, K, k_few, k_many))
+              for K, seed in grid}
+    return grid, params
+
+
+def _g1_jobs(ctx) -> list:
+    """G.1's training runs as the cost plan sees them (:func:`sim.claims.jobs.planned_jobs`)."""
+    grid, params = _g1_params(ctx)
+    return planned_jobs(**mr.markov_jobs(ctx, "phases", [params[g] for g in grid]))
+
+
 def _check_g1(ctx) -> TierResult:
     s = ctx.settings
     labels = dict(ctx.params["labels"])
     mr.check_labels(labels)
     few, many = tuple(ctx.params["few_chains_phase"]), tuple(ctx.params["many_chains_phase"])
     Ks, seeds = list(s["K"]), list(s["seeds"])
-    grid = [(K, seed) for K in Ks for seed in seeds]
     k_few, k_many = min(Ks), max(Ks)
-    params = {(K, seed): mr.run_params(ctx, K=K, seed=ctx.seed_for(f"train-{seed}"),
-                                       chain_seed=ctx.seed_for(f"chains-{seed}"), **_stop_rule(ctx, K, k_few, k_many))
-              for K, seed in grid}
+    grid, params = _g1_params(ctx)
     records = mr.sweep_records(ctx, "phases", [params[g] for g in grid])
     by = {g: rec for g, rec in zip(grid, records)}
     ends = {(K, seed): ("few" if K == k_few else "many") for K, seed in grid if K in (k_few, k_many)}
@@ -476,20 +491,30 @@ def _sa_seeds(ctx, n: int) -> list[int]:
     return [ctx.seed_for(f"sa-init-{i}") for i in range(int(n))]
 
 
+def _sa_jobs(ctx, s, *, variant: str, layer1: str, loss: str, Ns: Sequence[int], n_seeds: int,
+             batch: int) -> dict[str, Any]:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for the SA-transformer at every N of ``Ns``: one
+    job per N, its seeds trained as one model (:func:`sim.papers.markov.sa_transformer.tau_job`)."""
+    from sim.papers.markov.sa_transformer import tau_cost, tau_job, tau_key
+
+    seeds = _sa_seeds(ctx, n_seeds)
+    jobs = [{"N": int(N), "seeds": seeds, "C": s["C"], "alpha": s["alpha"], "layer1": layer1, "loss": loss,
+             "lr": s["sa_lr"], "batch": int(batch), "max_steps": s["sa_max_steps"], "eval_every": s["sa_eval_every"],
+             "n_eval": s["sa_n_eval"], "init_std": s["sa_init_std"], "patience": s["sa_patience"],
+             "data_seed": ctx.seed_for(f"sa-data-{variant}-N{N}"), "eval_seed": ctx.seed_for(f"sa-eval-{variant}-N{N}"),
+             "prior": None if ctx.prior is None else ctx.prior.spec()} for N in Ns]
+    return {"fn": tau_job, "jobs": jobs, "key": tau_key, "cost": tau_cost,
+            "label": f"{ctx.claim.id} SA-transformer ({variant}) N"}
+
+
 def _sa_runs(ctx, s, *, variant: str, layer1: str, loss: str, Ns: Sequence[int], n_seeds: int,
              batch: int) -> dict[str, Any]:
     """Train the SA-transformer at every N of ``Ns`` (seeds batched) and collect ``tau_2Gen``."""
-    from sim.papers.markov.sa_transformer import train_tau
-
     seeds = _sa_seeds(ctx, n_seeds)
     pts, missing, recs = [], [], []
-    for N in Ns:
-        ctx.progress(f"SA-transformer ({variant}) N={N}")
-        rec = train_tau(N=int(N), seeds=seeds, C=s["C"], alpha=s["alpha"], layer1=layer1, loss=loss,
-                        lr=s["sa_lr"], batch=int(batch), max_steps=s["sa_max_steps"], eval_every=s["sa_eval_every"],
-                        n_eval=s["sa_n_eval"], init_std=s["sa_init_std"], patience=s["sa_patience"],
-                        data_seed=ctx.seed_for(f"sa-data-{variant}-N{N}"),
-                        eval_seed=ctx.seed_for(f"sa-eval-{variant}-N{N}"), prior=ctx.prior)
+    records = run_jobs(ctx, **_sa_jobs(ctx, s, variant=variant, layer1=layer1, loss=loss, Ns=Ns, n_seeds=n_seeds,
+                                       batch=batch))
+    for N, rec in zip(Ns, records):
         recs.append(rec)
         for sd, t in zip(seeds, rec["tau"]):
             (missing.append((N, sd)) if t is None or t <= 0 else pts.append((N, sd, t)))
@@ -642,15 +667,27 @@ def _sa_finding(ctx, s, *, variant: str, layer1: str, loss: str, Ns, n_seeds, ba
     return Finding(kind, reading, _VERDICT_OF[outcome], detail, numbers=nums, counterexample=cex)
 
 
+def _full_params(ctx, s) -> tuple[list[tuple[int, int]], list[dict]]:
+    """The full transformer's grid of (N, seed) and the training run of each (the finding on it)."""
+    grid = [(N, seed) for N in s["N_grid"] for seed in s["seeds"]]
+    return grid, [mr.run_params(ctx, K="inf", N=N, seed=ctx.seed_for(f"full-train-{seed}"),
+                                strategies=["uniform", "G1", "G2"],
+                                stop_when_nearest="G2", stop_patience=s.get("stop_patience", 3)) for N, seed in grid]
+
+
+def _delay_params(ctx, s) -> tuple[list[tuple[int, int]], list[dict]]:
+    """Delta tau_K's grid of (K, seed) and the training run of each."""
+    grid = [(K, seed) for K in s["K_grid"] for seed in s["seeds"]]
+    return grid, [mr.run_params(ctx, K=K, seed=ctx.seed_for(f"train-{seed}"), chain_seed=ctx.seed_for(f"chains-{seed}"))
+                  for K, seed in grid]
+
+
 def _full_transformer_finding(ctx, s, plots) -> Finding:
     """The law transferred to G's full 2-layer transformer (attention + MLP, AdamW, loss at
     every position): the G1 -> G2 crossing out of distribution (fresh chains, K = inf)."""
     law, want = ctx.params["tau_law"], ctx.params["tau_exponent"]
     Ns, seeds = list(s["N_grid"]), list(s["seeds"])
-    grid = [(N, seed) for N in Ns for seed in seeds]
-    params = [mr.run_params(ctx, K="inf", N=N, seed=ctx.seed_for(f"full-train-{seed}"),
-                            strategies=["uniform", "G1", "G2"],
-                            stop_when_nearest="G2", stop_patience=s.get("stop_patience", 3)) for N, seed in grid]
+    grid, params = _full_params(ctx, s)
     records = mr.sweep_records(ctx, "tau-vs-N", params)
     pts, missing = [], []
     for (N, seed), rec in zip(grid, records):
@@ -706,11 +743,8 @@ def _plot_tau(path, plots):
 
 def _delay_part(ctx, s, numbers, figures, readings):
     """Delta tau_K = tau(G2 -> M2) - tau(G1 -> G2) against K, fitted to A (K2* - K)^-gamma."""
-    Ks, seeds = list(s["K_grid"]), list(s["seeds"])
-    grid = [(K, seed) for K in Ks for seed in seeds]
-    records = mr.sweep_records(ctx, "delay-vs-K", [mr.run_params(ctx, K=K, seed=ctx.seed_for(f"train-{seed}"),
-                                                                 chain_seed=ctx.seed_for(f"chains-{seed}"))
-                                                   for K, seed in grid])
+    grid, params = _delay_params(ctx, s)
+    records = mr.sweep_records(ctx, "delay-vs-K", params)
     pts, censored = [], []
     for (K, seed), rec in zip(grid, records):
         t12 = crossing_step(rec, "ood", "G2", "G1")
@@ -760,6 +794,24 @@ def _sa_settings_text(s) -> str:
             f"{s['sa_batch']} per seed, init N(0, {s['sa_init_std']}^2), loss at the last position, "
             f"N grid {list(s['sa_N_grid'])}, {s['sa_seeds']} seeds, evaluation every {s['sa_eval_every']} steps on "
             f"{s['sa_n_eval']} fresh sequences")
+
+
+def _g2_jobs(ctx) -> list:
+    """G.2's training jobs as the cost plan sees them, part by part as :func:`_check_g2` trains them."""
+    s = ctx.settings
+    parts = [_sa_jobs(ctx, s, variant="sa", layer1=s["sa_layer1"], loss="last", Ns=s["sa_N_grid"],
+                      n_seeds=s["sa_seeds"], batch=s["sa_batch"])]
+    if s.get("K_grid"):
+        parts.append(mr.markov_jobs(ctx, "delay-vs-K", _delay_params(ctx, s)[1]))
+    if s.get("hard_N_grid"):
+        parts.append(_sa_jobs(ctx, s, variant="hard", layer1="hard", loss="last", Ns=s["hard_N_grid"],
+                              n_seeds=s["sa_seeds"], batch=s["sa_batch"]))
+    if s.get("allpos_N_grid"):
+        parts.append(_sa_jobs(ctx, s, variant="allpos", layer1="learned", loss="all", Ns=s["allpos_N_grid"],
+                              n_seeds=s["allpos_seeds"], batch=s["allpos_batch"]))
+    if s.get("N_grid"):
+        parts.append(mr.markov_jobs(ctx, "tau-vs-N", _full_params(ctx, s)[1]))
+    return [job for part in parts for job in planned_jobs(**part)]
 
 
 def _check_g2(ctx) -> TierResult:
@@ -853,6 +905,7 @@ G_1 = Claim(
                "for information only (a kinetic threshold moves with the training budget). " + _G_TEXT_OPEN),
     assumptions=("rows i.i.d. symmetric Dirichlet", "2-layer transformer, attention + MLP in each layer"),
     checks={"trained": _check_g1},
+    jobs={"trained": _g1_jobs},
     settings={
         # 8 seeds (issue 16); the ends' runs stop once placed (_stop_rule): the few-chain end enters M2
         # within ~100 steps, the many-chain end G2 within ~250-350 here, 600 being the budget of a run not yet there
@@ -914,6 +967,7 @@ G_2 = Claim(
     assumptions=("rows i.i.d. symmetric Dirichlet", "SA-transformer with a learned previous-position bias delta "
                  "(seed 004 §C)", "2-layer transformer, attention + MLP in each layer (Delta tau_K)"),
     checks={"trained": _check_g2},
+    jobs={"trained": _g2_jobs},
     settings={
         "quick": {"tiers": ("trained",), **GIBSON_BASE, **_SA_BASE, "sa_N_grid": (16, 32, 64, 128, 256), "sa_seeds": 4,
                   "sa_batch": 128, "sa_max_steps": 1500, "hard_N_grid": (16, 32, 64, 128, 256),
