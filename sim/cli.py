@@ -15,10 +15,11 @@ crashed: its claim is ERROR in the report; or the tool itself failed: --debug sh
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 from sim.claims.base import PROFILES
@@ -27,7 +28,7 @@ from sim.commands import UsageError as _UserError
 from sim.commands import nonneg_int as _nonneg_int
 from sim.commands import positive_float as _positive_float
 from sim.commands import positive_int as _positive_int
-from sim.files import RunEnvironmentError
+from sim.files import RunEnvironmentError, UserCodeError
 
 _EXIT_EPILOG = ("exit codes: 0 every claim ran and none FAILed; 1 at least one FAIL; 2 usage or input error; "
                 "3 internal error (a crashed check or a bug; --debug shows the traceback)")
@@ -66,9 +67,23 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "after another in this process)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (the contract of exit 2): what is wrong, and
+    where the options are listed, in place of argparse's usage block."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {_one_line(message)} (`{self.prog} --help` lists the options)\n")
+
+
+def _one_line(text) -> str:
+    """A message as the one line an input error prints (its first line; a prior spec's caret is left out)."""
+    lines = str(text).strip().splitlines()
+    return lines[0].rstrip() if lines else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``icl-verify`` argument parser: the built-in commands and those of the paper homes."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="icl-verify",
         description="Verify the claims of the papers on how transformers learn causal structure in context: "
                     "exact, symbolic, property-based, Monte Carlo and trained checks with honest verdicts.",
@@ -124,8 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="number of states for priors that do not fix it (default: each claim's own sizes)")
     p_prior.add_argument("--budget", type=_positive_int, default=None, metavar="N",
                          help="examples for the counterexample search where an assumption fails (default: profile's)")
-    p_prior.add_argument("--draws", type=_positive_int, default=None, metavar="N",
-                         help="draws per d for the assumption audit (default 2000 quick, 10000 standard, 50000 paper)")
+    p_prior.add_argument("--draws", type=_at_least_two, default=None, metavar="N",
+                         help="draws per d for the assumption audit, at least 2 (a mean's standard error needs two; "
+                              "default 2000 quick, 10000 standard, 50000 paper)")
     p_prior.add_argument("--graph", action="append", default=None, metavar="GRAPH",
                          help="graph for N's root-fraction and T_eff items: chain[:T], icf[:T], star[:T], roots[:T], "
                               "a parent list such as '[-1,0,1,-1]', or " + GRAPH_FILE_FORMATS +
@@ -272,10 +288,11 @@ def main(argv=None) -> int:
     """Run ``icl-verify`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status: 0 ok,
     1 a claim FAILed (``diff``: a verdict got worse), 2 a usage or input error (one line on
     stderr), 3 an internal error (the traceback with ``--debug``), 130 interrupted."""
+    _printable_streams()
     try:
         parser = build_parser()
     except (ImportError, ValueError) as exc:  # a paper home that does not import (its commands join the parser)
-        print(f"icl-verify: error: {exc}", file=sys.stderr)
+        print(f"icl-verify: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     args = parser.parse_args(argv)
     try:
@@ -305,8 +322,8 @@ def main(argv=None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except _UserError as exc:
-        print(f"icl-verify: error: {exc}", file=sys.stderr)
+    except (_UserError, UserCodeError) as exc:  # UserCodeError: a user's file or function that raised or exited
+        print(f"icl-verify: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # a bug of ours, or an environment failure: one line, the traceback on --debug
         if args.debug:
@@ -318,13 +335,33 @@ def main(argv=None) -> int:
     return EXIT_USAGE
 
 
+def _printable_streams() -> None:
+    """Text that is not UTF-8 (a file name's bytes, as Python keeps them in a path) is printed with
+    backslash escapes instead of ending the command with a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # pragma: no cover - a stream that cannot change
+                pass
+
+
+def _at_least_two(text: str) -> int:
+    """An argparse type: an integer ``>= 2`` (``prior --draws``: a mean's standard error needs two draws)."""
+    v = _positive_int(text)
+    if v < 2:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least 2, got {v}")
+    return v
+
+
 def _load_plugins(paths) -> None:
     from sim import claims
 
     for p in paths:
         try:
             claims.load_plugin(p)
-        except (OSError, ValueError, TypeError, SyntaxError, ImportError) as exc:
+        except (OSError, ValueError, TypeError, SyntaxError, ImportError) as exc:  # UserCodeError is a ValueError
             raise _UserError(f"cannot load claim plugin {p}: {exc}") from None
     try:
         claims.all_claims()  # installed packages' claims load here; their errors are the user's input too
@@ -353,29 +390,43 @@ def _cmd_list(args) -> int:
 
 
 def _last_verdicts(reports: Path) -> dict[str, tuple[str, str]]:
-    """claim id -> (verdict, run id) from the most recent finished run that has it."""
+    """claim id -> (verdict, run id) from the most recent finished run that has it. A folder whose
+    results.json cannot be read (:func:`sim.files.read_results`) is left out, with a one-line warning."""
+    from sim.files import RunFileError, read_results
+
     out: dict[str, tuple[str, str]] = {}
     if not reports.is_dir():
         return out
-    runs = sorted(reports.glob("*/results.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for path in runs:
+
+    def mtime(path: Path) -> float:
         try:
-            doc = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            return path.stat().st_mtime
+        except OSError:  # a dangling link or a loop: read_results names it below
+            return 0.0
+
+    for path in sorted(reports.glob("*/results.json"), key=mtime, reverse=True):
+        try:
+            doc = read_results(path.parent)
+        except (FileNotFoundError, RunFileError) as exc:
+            print(f"icl-verify: warning: skipping {path.parent}: {_one_line(exc)}", file=sys.stderr)
             continue
-        for d in doc.get("claims", []):
-            if d.get("verdict") != "NOT_RUN":
-                out.setdefault(d["id"], (d["verdict"], doc.get("run_id", path.parent.name)))
+        for d in doc["claims"]:
+            if d["verdict"] != "NOT_RUN":
+                out.setdefault(d["id"], (d["verdict"], doc["run_id"]))
     return out
 
 
 def _run_settings(args) -> None:
     """Fill the run options the user left out: from the run's run.json with --resume (so
     ``icl-verify run --resume --out DIR`` continues exactly that run), else the defaults.
-    An option given with --resume must agree with run.json."""
+    An option given with --resume must agree with run.json; a value read from run.json that
+    this tool cannot use is an error naming run.json and the key."""
+    from sim.device import DeviceError, resolve_device
     from sim.files import RunError, read_run_json
+    from sim.runner import RunConfig
 
     saved = {}
+    args._run_json, args._saved = None, {}
     if getattr(args, "resume", False):
         if args.out is None:
             raise _UserError("--resume needs --out DIR, the folder of the run to continue")
@@ -385,8 +436,14 @@ def _run_settings(args) -> None:
             raise _UserError(str(exc)) from None
         if doc is None:
             raise _UserError(f"--resume: {args.out} holds no run to resume (no run.json)")
+        args._run_json = Path(args.out) / "run.json"
         saved = dict(doc["config"])
-        saved["device"] = saved.get("device", "auto")
+        known = {f.name for f in dataclasses.fields(RunConfig)}
+        try:
+            RunConfig(**{k: v for k, v in saved.items() if k in known})
+            resolve_device(saved["device"])
+        except (RunError, DeviceError) as exc:
+            raise _UserError(f"--resume: {args._run_json}: {exc}") from None
         for key in _RUN_DEFAULTS:
             given = getattr(args, key)
             if given is not None and key in saved and given != saved[key] and not (key == "device" and given == "auto"):
@@ -394,7 +451,33 @@ def _run_settings(args) -> None:
                                  f"leave --{key} out to continue it, or start a fresh run in another folder")
     for key, default in _RUN_DEFAULTS.items():
         if getattr(args, key) is None:
+            if key in saved:
+                args._saved[key] = saved[key]
             setattr(args, key, saved.get(key, default))
+    args._saved_overrides = saved.get("overrides", {}) if args._run_json is not None else None
+
+
+def _from_run_json(args, key: str) -> str:
+    """Where a run option's value came from, for an error: run.json's key on --resume, else the option."""
+    if key in getattr(args, "_saved", {}):
+        return f"--resume: {args._run_json}: config.{key}"
+    return f"--{key}"
+
+
+def _run_overrides(args, selected) -> dict:
+    """The run's per-claim overrides: ``--budget N`` as each selected claim's ``max_examples``; with
+    --resume, the run's own from run.json (a --budget given then must be the one it was made with)."""
+    budget = getattr(args, "budget", None)
+    given = {} if budget is None else {c.id: {"max_examples": int(budget)} for c in selected}
+    saved = getattr(args, "_saved_overrides", None)
+    if saved is None:
+        return given
+    if budget is not None and given != saved:
+        made = sorted({str(o.get("max_examples")) for o in saved.values() if isinstance(o, dict)})
+        how = f"with --budget {', '.join(made)}" if made else "without --budget"
+        raise _UserError(f"--resume: the run in {args.out} was made {how}, not with --budget {budget}; leave --budget "
+                         "out to continue it, or start a fresh run in another folder")
+    return saved
 
 
 def _run_graph(args) -> dict | None:
@@ -439,13 +522,18 @@ def _make_config(args, prior_spec=None, overrides=None, graph=None):
         raise _UserError(str(exc)) from None
 
 
-def _select(pattern):
+def _select(pattern, args=None):
+    """The claims ``pattern`` (``--claims``, or with --resume run.json's, which ``args`` tells) selects."""
     from sim import claims
 
     try:
         return claims.select(pattern)
     except claims.UnknownClaimError as exc:
-        raise _UserError(str(exc)) from None
+        if "claims" not in getattr(args, "_saved", {}):
+            raise _UserError(str(exc)) from None
+        plugins = " ".join(f"--plugin {p}" for p in claims.plugin_digests()) or "none"
+        raise _UserError(f"{_from_run_json(args, 'claims')}: {exc} (the plugins loaded now: {plugins}; a run of "
+                         "plugin claims resumes with the same --plugin files)") from None
 
 
 def _jobs(args, config) -> int:
@@ -457,12 +545,36 @@ def _jobs(args, config) -> int:
     if env:
         try:
             return _positive_int(env)
-        except argparse.ArgumentTypeError as exc:
-            raise _UserError(f"ICL_VERIFY_JOBS={env!r}: {exc}") from None
+        except argparse.ArgumentTypeError:
+            raise _UserError(f"ICL_VERIFY_JOBS={env!r}: expected a positive integer, the claims evaluated at once "
+                             "(as --jobs)") from None
     return 1 if config.device == "cuda" else os.cpu_count() or 1
 
 
-def _execute(args, config, selected, prior=None, header_extra="", audit=None, executor=None) -> int:
+def _validate_run_inputs(args, config) -> None:
+    """Every check of a run's inputs that is left once its configuration is made, before the header
+    line is printed and before any audit, training or claim: the environment (``ICL_VERIFY_JOBS``),
+    where the training jobs go (``--executor``, ``--address``, ``--workers``: :func:`sim.cluster.check_executor`)
+    and the --out folder (:func:`sim.runner.check_out_dir`: a file, not writable, held by another
+    run, non-empty and not a run's, or with --resume not this run). Sets ``args._jobs``. (A --corpus
+    that cannot be written is not refused: the run completes and says so.)"""
+    from sim.cluster import ExecutorError, check_executor
+    from sim.runner import DEFAULT_REPORTS, RunError, check_out_dir
+
+    args._jobs = _jobs(args, config)
+    if getattr(args, "executor", None) is not None:  # run's options (prior's jobs run on this machine)
+        try:
+            check_executor(args.executor, args.address, args.workers)
+        except ExecutorError as exc:
+            raise _UserError(str(exc)) from None
+    out_dir = args.out if args.out is not None else DEFAULT_REPORTS / config.run_id
+    try:
+        check_out_dir(out_dir, config, resume=args.resume)
+    except RunError as exc:
+        raise _UserError(str(exc)) from None
+
+
+def _execute(args, config, selected, prior=None, header_extra="", audit=None, execution=None) -> int:
     from sim.corpus import Corpus
     from sim.report import summary_table
     from sim.runner import RunError, run
@@ -473,22 +585,17 @@ def _execute(args, config, selected, prior=None, header_extra="", audit=None, ex
 
     args._out_dir = args.out if args.out is not None else DEFAULT_REPORTS / config.run_id
     corpus = Corpus(args.corpus if args.corpus is not None else args._out_dir / "corpus", config)
-    with ExitStack() as stack:
-        try:  # a cluster that cannot be started or reached stops the run before anything is written
-            execution = stack.enter_context(_executor(args, executor))
-        except RunEnvironmentError as exc:
-            raise _UserError(str(exc)) from None
-        try:
-            eta = _run_estimate(args, config, selected, execution) if executor is not None else None
-            out_dir, dicts = run(config, selected, out_dir=args.out, resume=args.resume, prior=prior,
-                                 show_progress=not args.no_progress, audit=audit, corpus=corpus,
-                                 jobs=_jobs(args, config), execution=execution, eta=eta)
-        except RunEnvironmentError as exc:  # a full disk, an unwritable folder, a lost scheduler: fix it, resume
-            command = "prior SPEC" if args.command == "prior" else "run"
-            raise _UserError(f"{exc}; what finished is kept: once that is fixed, `icl-verify {command} --resume "
-                             f"--out {args._out_dir}` continues") from None
-        except RunError as exc:
-            raise _UserError(str(exc)) from None
+    try:
+        eta = _run_estimate(args, config, selected, execution) if execution is not None else None
+        out_dir, dicts = run(config, selected, out_dir=args.out, resume=args.resume, prior=prior,
+                             show_progress=not args.no_progress, audit=audit, corpus=corpus, jobs=args._jobs,
+                             execution=execution, eta=eta)
+    except RunEnvironmentError as exc:  # a full disk, an unwritable folder, a lost scheduler: fix it, resume
+        command = "prior SPEC" if args.command == "prior" else "run"
+        raise _UserError(f"{exc}; what finished is kept: once that is fixed, `icl-verify {command} --resume "
+                         f"--out {args._out_dir}` continues") from None
+    except RunError as exc:
+        raise _UserError(str(exc)) from None
     print(summary_table(dicts))
     from sim.report import jobs_summary, jobs_text
 
@@ -511,40 +618,18 @@ def _execute(args, config, selected, prior=None, header_extra="", audit=None, ex
     return EXIT_FAIL if failed else EXIT_OK
 
 
-@contextmanager
-def _executor(args, executor):
-    """The run's :class:`sim.claims.jobs.Execution` (:func:`sim.cluster.start_executor`); this machine's
-    when ``executor`` is None (``prior``)."""
-    from sim.claims.jobs import Execution
-    from sim.cluster import start_executor
-
-    if executor is None:
-        yield Execution()
-        return
-    if executor[0] != "local":
-        where = executor[1] or "a LocalCluster on 127.0.0.1"
-        print(f"icl-verify: training jobs on Dask ({executor[0]}: {where})", file=sys.stderr, flush=True)
-    with start_executor(*executor) as execution:
-        yield execution
-
-
 def _cmd_run(args) -> int:
-    from sim.cluster import ExecutorError, check_executor
     from sim.runner import RunError, graph_claims
 
-    try:  # where the jobs go is checked first, before anything is read or written
-        check_executor(args.executor, args.address, args.workers)
-    except ExecutorError as exc:
-        raise _UserError(str(exc)) from None
     _run_settings(args)
     _load_plugins(args.plugin)
-    selected = _select(args.claims)
-    budget = {} if args.budget is None else {c.id: {"max_examples": args.budget} for c in selected}
-    config = _make_config(args, overrides=budget, graph=_run_graph(args))
+    selected = _select(args.claims, args)
+    config = _make_config(args, overrides=_run_overrides(args, selected), graph=_run_graph(args))
     try:
         takers = graph_claims(config, selected)
     except RunError as exc:
         raise _UserError(str(exc)) from None
+    _validate_run_inputs(args, config)
     header = ""
     if config.graph is not None:
         header = (f" graph={config.graph['name']} ({config.graph['nodes']} nodes, {len(config.graph['edges'])} edges) "
@@ -552,8 +637,23 @@ def _cmd_run(args) -> int:
         others = len(selected) - len(takers)
         if others:
             header += f"; {others} other claim(s) keep their own graphs"
-    return _execute(args, config, selected, header_extra=header,
-                    executor=(args.executor, args.address, args.workers))
+    with ExitStack() as stack:  # where the training jobs go, for the length of the run
+        try:  # a Dask cluster that cannot be started or reached: one line naming it, before the header line
+            execution = stack.enter_context(_start_executor(args))
+        except RunEnvironmentError as exc:
+            raise _UserError(str(exc)) from None
+        return _execute(args, config, selected, header_extra=header, execution=execution)
+
+
+def _start_executor(args):
+    """``run``'s :class:`sim.claims.jobs.Execution`, a context (:func:`sim.cluster.start_executor`): a
+    LocalCluster started for the run, or the connection to a scheduler, closed after it."""
+    from sim.cluster import start_executor
+
+    if args.executor != "local":
+        where = args.address or "a LocalCluster on 127.0.0.1"
+        print(f"icl-verify: training jobs on Dask ({args.executor}: {where})", file=sys.stderr, flush=True)
+    return start_executor(args.executor, args.address, args.workers)
 
 
 def _cmd_show(args) -> int:
@@ -594,10 +694,14 @@ def _cmd_show(args) -> int:
     return EXIT_OK
 
 
+#: The most matrix entries (draws x d x d) the prior audit may hold: it keeps every draw of a size at once.
+_MAX_AUDIT_ENTRIES = 2**30
+
+
 def _cmd_prior(args) -> int:
     """``icl-verify prior SPEC``: parse, audit, run the prior-dependent claims under the prior,
-    write the reports with the assumptions table at the top. A bad spec or sampler fails here,
-    before anything is written (exit 2)."""
+    write the reports with the assumptions table at the top. A bad spec, sampler, option, graph,
+    environment or --out folder fails here, before the audit and before anything is written (exit 2)."""
     from sim import claims as registry
     from sim.audit import AUDIT_DRAWS, DEFAULT_DIMS, DEFAULT_GRAPHS, audit_prior, claim_dims, parse_graph
     from sim.priors import PriorError, parse_prior
@@ -605,13 +709,6 @@ def _cmd_prior(args) -> int:
 
     _run_settings(args)
     _load_plugins(args.plugin)
-
-    def say(msg):
-        if not getattr(args, "no_progress", False):
-            print(msg, file=sys.stderr, flush=True)
-
-    say(f"icl-verify prior: reading {args.spec!r}" + (" (calling the sampler once to learn d)" if "(" not in args.spec
-                                                      else ""))
     try:
         prior = parse_prior(args.spec)
         if args.d is not None:
@@ -621,25 +718,30 @@ def _cmd_prior(args) -> int:
     if prior.d == 1:
         raise _UserError(f"{prior.spec()} is a prior on 1 state: every transition matrix is [[1]], no token carries "
                          "information and the claims have nothing to check; give d >= 2")
-    chosen = _select(args.claims)
+    chosen = _select(args.claims, args)
     selected = [c for c in chosen if c.prior_dependent]
     skipped = [c.id for c in chosen if not c.prior_dependent]
     if not selected:
         dep = [c.id for c in registry.all_claims() if c.prior_dependent]
         raise _UserError(f"none of the claims matching {args.claims!r} depends on the prior; prior-dependent claims: "
                          f"{', '.join(dep)}")
-    if skipped and args.claims.strip() != "*":
-        print(f"skipping {len(skipped)} claim(s) that do not depend on the prior: {', '.join(skipped)}", file=sys.stderr)
-    overrides = {c.id: {"max_examples": int(args.budget)} for c in selected} if args.budget is not None else {}
     try:
         graphs = [parse_graph(g) for g in (getattr(args, "graph", None) or DEFAULT_GRAPHS)]
     except PriorError as exc:
         raise _UserError(str(exc)) from None
-    config = _make_config(args, prior_spec=prior.spec(), overrides=overrides)
+    config = _make_config(args, prior_spec=prior.spec(), overrides=_run_overrides(args, selected))
     dims = [prior.d] if prior.d is not None else (claim_dims(selected, config.profile) or list(DEFAULT_DIMS))
     n_draws = getattr(args, "draws", None) or AUDIT_DRAWS[config.profile]
-    say(f"icl-verify prior: auditing the assumptions on {n_draws} draws at d = {', '.join(map(str, dims))} and "
-        f"{len(graphs)} graph(s)")
+    if n_draws * max(dims) ** 2 > _MAX_AUDIT_ENTRIES:
+        raise _UserError(f"--draws {n_draws} at d = {max(dims)} is {n_draws * max(dims) ** 2:.3g} matrix entries, more "
+                         f"than the audit holds at once ({_MAX_AUDIT_ENTRIES:.3g}: 8 GiB of float64); give fewer "
+                         "--draws or a smaller d")
+    _validate_run_inputs(args, config)
+    if skipped and args.claims.strip() != "*":
+        print(f"skipping {len(skipped)} claim(s) that do not depend on the prior: {', '.join(skipped)}", file=sys.stderr)
+    if not args.no_progress:
+        print(f"icl-verify prior: auditing {prior.spec()} on {n_draws} draws at d = {', '.join(map(str, dims))} and "
+              f"{len(graphs)} graph(s)", file=sys.stderr, flush=True)
     try:
         audit = audit_prior(prior, dims=dims, n_draws=n_draws, seed=config.seed, graphs=graphs, z=config.z)
     except PriorError as exc:

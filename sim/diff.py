@@ -14,7 +14,8 @@ returns them) and lists, in this order:
    - statistical numbers (kind ``montecarlo``, ``trained`` or ``property`` in either run):
      moved when ``|vA - vB| > z * sqrt(seA**2 + seB**2)``, and also beyond round-off
      (below), so that two numbers with zero standard error do not differ by float noise;
-   - exact numbers (kind ``exact`` or ``symbolic``): moved when
+   - exact numbers (kind ``exact``, ``symbolic`` or ``certified``: a rigorous bound or a box count,
+     the same at every seed): moved when
      ``|vA - vB| > 64 * eps * max(1, |vA|, |vB|)``, ``eps`` the float64 machine epsilon
      (``2**-52``);
    - values that are not finite numbers (``"inf"``, ``"-inf"``, ``"nan"`` as results.json
@@ -42,7 +43,7 @@ from sim.verdict import _SEVERITY, Z_DEFAULT, Verdict
 __all__ = ["RunDiff", "VerdictChange", "MovedNumber", "OnlyIn", "MalformedRunError", "diff_runs",
            "render_text", "render_json", "ROUNDOFF_ULPS", "STATISTICAL_KINDS"]
 
-#: Numbers whose standard error is statistical; the others (exact, symbolic) are compared up to round-off.
+#: Numbers whose standard error is statistical; the others (exact, symbolic, certified) are compared up to round-off.
 STATISTICAL_KINDS = ("montecarlo", "trained", "property")
 #: Round-off allowance for exact numbers, in units of float64 eps times ``max(1, |vA|, |vB|)``.
 ROUNDOFF_ULPS = 64

@@ -15,7 +15,10 @@ Files (:func:`read_graph`), chosen by suffix:
 
 Every graph is checked by :func:`theory.graphs.validate`: nodes ``0..n-1``, no cycle, every
 edge pointing backwards. A malformed file is a :class:`GraphFileError` naming the file and the
-line, node, edge or cycle.
+line, node, edge or cycle. Each format has one parser, which a ``--graph`` parent list shares
+with a ``.json`` file; a file is read only when it is a regular file of at most
+``MAX_GRAPH_FILE_BYTES`` (32 MiB), JSON at most ``MAX_GRAPH_JSON_DEPTH`` (16) levels deep, and at
+most ``MAX_FILE_NODES`` (100,000) nodes.
 
 A ``--graph`` value (:func:`graph_from_spec`) is such a file, a family ``name[:T]`` or a parent
 list; a run records its graph as :func:`graph_record` (name, node count, edges), from which
@@ -28,6 +31,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from sim.files import parse_json, read_text
 from theory.errors import TheoryError
 from theory.graphs import validate
 
@@ -47,6 +51,10 @@ GRAPH_SPECS = ("a family chain[:T], icf[:T], star[:T], roots[:T] (N's one-parent
 
 #: More nodes than this in a file is refused before validation walks them (and before any claim sees them).
 MAX_FILE_NODES = 100_000
+#: The largest graph file read (a GraphML file of MAX_FILE_NODES nodes and edges is about 13 MB).
+MAX_GRAPH_FILE_BYTES = 32 * 2**20
+#: The deepest nesting of a graph's JSON (node-link JSON nests 3 levels, with attributes a few more).
+MAX_GRAPH_JSON_DEPTH = 16
 #: What a file name ends with when ``--graph`` should read it even before it exists (so a typo says 'cannot read').
 _GRAPH_FILE_SUFFIXES = (".graphml", ".json", ".txt", ".edgelist", ".edges", ".csv", ".tsv")
 
@@ -81,23 +89,22 @@ def graph_from_spec(text: str, *, default_T: int = 20, max_parents: int | None =
 
     ``g.graph["name"]`` is the label reports print: the file's name, the family's, or ``custom``.
     """
-    from theory.graphs import FAMILIES, family, from_parents
+    from theory.graphs import FAMILIES, family
 
     text = str(text).strip()
     if text.startswith("["):
+        where = f"graph {_clip(text)}"
         try:
-            parents = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise GraphSpecError(f"graph {text!r} is not a JSON list of parents: {exc}") from None
-        if isinstance(parents, list) and len(parents) > MAX_FILE_NODES:
-            raise GraphSpecError(f"graph of {len(parents)} positions is more than {MAX_FILE_NODES}")
-        try:
-            g = from_parents(parents, name="custom")
-        except (TheoryError, TypeError, ValueError) as exc:
-            raise GraphSpecError(f"graph {text!r}: {exc}") from None
-    elif Path(text).suffix.lower() in _GRAPH_FILE_SUFFIXES or Path(text).is_file():
+            doc = parse_json(text, "it", max_depth=MAX_GRAPH_JSON_DEPTH, strict=False)
+        except ValueError as exc:
+            raise GraphSpecError(f"{where} is not a JSON list of parents such as [-1, 0, 1, -1] ({exc})") from None
+        if not isinstance(doc, list):
+            raise GraphSpecError(f"{where} is not a JSON list of parents such as [-1, 0, 1, -1]")
+        g = _from_parent_list(where, doc, GraphSpecError)
+        g.graph["name"] = "custom"
+    elif Path(text).suffix.lower() in _GRAPH_FILE_SUFFIXES or _is_file(text):
         g = read_graph(text, max_parents=max_parents)
-        g.graph["name"] = Path(text).name
+        g.graph["name"] = _label(Path(text).name)
         return g
     else:
         kind, _, t = text.partition(":")
@@ -123,8 +130,27 @@ def graph_from_spec(text: str, *, default_T: int = 20, max_parents: int | None =
     try:
         validate(g, max_parents=max_parents)
     except TheoryError as exc:
-        raise GraphSpecError(f"graph {text!r}: {exc}") from None
+        raise GraphSpecError(f"graph {_clip(text)}: {exc}") from None
+    for v in g.nodes:
+        g.nodes[v]["root"] = g.in_degree(v) == 0
+    g.graph.setdefault("query", None)
     return g
+
+
+def _label(name: str) -> str:
+    """A file's name as reports and figures print it: bytes that are not UTF-8 written as escapes."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long to be a path
+        return False
+
+
+def _clip(text: str, n: int = 60) -> str:
+    return repr(text if len(text) <= n else text[: n - 3] + "...")
 
 
 def graph_record(g) -> dict:
@@ -156,9 +182,11 @@ def read_graph(path: str | Path, *, max_parents: int | None = None) -> nx.DiGrap
     """The causal graph in ``path`` (format by suffix, see the module docstring), validated."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GraphFileError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+        text = read_text(path, max_bytes=MAX_GRAPH_FILE_BYTES, what="graph file")
+    except FileNotFoundError:
+        raise GraphFileError(f"{path}: cannot read it (No such file or directory)") from None
+    except ValueError as exc:
+        raise GraphFileError(str(exc)) from None
     suffix = path.suffix.lower()
     if suffix == ".graphml":
         g = _graphml(path, text)
@@ -174,9 +202,13 @@ def read_graph(path: str | Path, *, max_parents: int | None = None) -> nx.DiGrap
         raise GraphFileError(f"{path}: {exc}") from None
     for v in g.nodes:
         g.nodes[v]["root"] = g.in_degree(v) == 0
-    g.graph.setdefault("name", path.name)
+    g.graph.setdefault("name", _label(path.name))
     g.graph.setdefault("query", None)
     return g
+
+
+#: What networkx raises on data that is not the graph it expects (its parsers index and iterate freely).
+_NX_DATA_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError, nx.NetworkXError)
 
 
 def _graphml(path: Path, text: str) -> nx.DiGraph:
@@ -189,8 +221,9 @@ def _graphml(path: Path, text: str) -> nx.DiGraph:
         raise GraphFileError(f"{path}: line {line}, column {col}: not well-formed XML ({exc.msg})") from None
     try:
         g = nx.read_graphml(path, node_type=int)
-    except (ValueError, KeyError, nx.NetworkXError) as exc:
-        raise GraphFileError(f"{path}: not a GraphML graph with integer node ids ({exc})") from None
+    except (*_NX_DATA_ERRORS, ET.ParseError) as exc:
+        raise GraphFileError(f"{path}: not a GraphML graph with integer node ids ({type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:200]})") from None
     if not g.is_directed():
         raise GraphFileError(f"{path}: the graph is undirected; a causal graph needs edgedefault=\"directed\"")
     return nx.DiGraph(g)
@@ -198,40 +231,48 @@ def _graphml(path: Path, text: str) -> nx.DiGraph:
 
 def _json_graph(path: Path, text: str) -> nx.DiGraph:
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GraphFileError(f"{path}: line {exc.lineno}, column {exc.colno}: not JSON ({exc.msg})") from None
+        doc = parse_json(text, str(path), max_depth=MAX_GRAPH_JSON_DEPTH, strict=False)
+    except ValueError as exc:
+        raise GraphFileError(str(exc)) from None
     if isinstance(doc, dict) and "parents" in doc:
         doc = doc["parents"]
     if isinstance(doc, list):
-        return _from_parent_list(path, doc)
+        return _from_parent_list(str(path), doc, GraphFileError)
     if not isinstance(doc, dict):
         raise GraphFileError(f"{path}: expected a parent list or an object, got {type(doc).__name__}")
+    listed = doc.get("nodes", doc.get("adjacency", doc))  # node-link, adjacency, or {child: [parents]}
+    if isinstance(listed, (list, dict)) and len(listed) > MAX_FILE_NODES:  # before networkx builds them
+        raise GraphFileError(f"{path}: {len(listed)} nodes is more than {MAX_FILE_NODES}")
     try:
         if "adjacency" in doc:
             return nx.DiGraph(nx.adjacency_graph(doc, directed=True))
         if "nodes" in doc:
             edges = "links" if "links" in doc else "edges"
             return nx.DiGraph(nx.node_link_graph(doc, directed=True, edges=edges))
-    except (KeyError, TypeError, nx.NetworkXError) as exc:
-        raise GraphFileError(f"{path}: not networkx node-link or adjacency JSON (missing or bad {exc})") from None
+    except _NX_DATA_ERRORS as exc:
+        raise GraphFileError(f"{path}: not networkx node-link or adjacency JSON (missing or bad "
+                             f"{' '.join(str(exc).split())[:200]})") from None
     g = nx.DiGraph()
     for child, parents in doc.items():
         v = _position(path, child, f"key {child!r}")
         g.add_node(v)
         if not isinstance(parents, list):
-            raise GraphFileError(f"{path}: node {child}: expected a list of parents, got {parents!r}")
+            raise GraphFileError(f"{path}: node {child}: expected a list of parents, got {_clip(json.dumps(parents))}")
         g.add_edges_from((_position(path, p, f"node {child}'s parent {p!r}"), v) for p in parents)
     return g
 
 
-def _from_parent_list(path: Path, parents: list) -> nx.DiGraph:
+def _from_parent_list(where: str, parents: list, error: type[GraphSpecError]) -> nx.DiGraph:
+    """The graph of a JSON parent list (``parents[i]`` the parent of position ``i``, ``-1`` a root),
+    from a ``.json`` file or a ``--graph`` value: the one parser of this format."""
+    if len(parents) > MAX_FILE_NODES:
+        raise error(f"{where}: {len(parents)} positions is more than {MAX_FILE_NODES}")
     g = nx.DiGraph()
     g.add_nodes_from(range(len(parents)))
     for i, p in enumerate(parents):
-        p = _position(path, p, f"parents[{i}] = {p!r}", allow_root=True)
+        p = _position(where, p, f"parents[{i}] = {_clip(json.dumps(p), 20)}", allow_root=True, error=error)
         if p >= len(parents):
-            raise GraphFileError(f"{path}: parents[{i}] = {p} is not a position of this {len(parents)}-node graph")
+            raise error(f"{where}: parents[{i}] = {p} is not a position of this {len(parents)}-node graph")
         if p >= 0:
             g.add_edge(p, i)
     return g
@@ -255,14 +296,17 @@ def _edge_list(path: Path, text: str) -> nx.DiGraph:
     return g
 
 
-def _position(path: Path, value, where: str, *, allow_root: bool = False) -> int:
+def _position(path, value, where: str, *, allow_root: bool = False,
+              error: type[GraphSpecError] = GraphFileError) -> int:
     try:
-        v = int(value) if not isinstance(value, (bool, float)) else None
+        v = int(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
     except (TypeError, ValueError):
         v = None
     if v is None or v < (-1 if allow_root else 0):
-        raise GraphFileError(f"{path}: {where}: a position must be an integer "
-                             f"{'>= -1 (-1 for a root)' if allow_root else '>= 0'}")
+        raise error(f"{path}: {where}: a position must be an integer "
+                    f"{'>= -1 (-1 for a root)' if allow_root else '>= 0'}")
+    if v > MAX_FILE_NODES:
+        raise error(f"{path}: {where}: {v} is not a position (a graph has at most {MAX_FILE_NODES} nodes)")
     return v
 
 

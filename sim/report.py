@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any, Sequence
 from xml.sax.saxutils import quoteattr
 
+from sim.files import RESULTS_SCHEMA
 from sim.verdict import Verdict, format_number
 
 __all__ = ["write_reports", "summary_table", "summary_table_markdown", "all_findings", "SCHEMA", "package_versions",
            "git_commit", "load_results", "audit_text", "necessity_text", "gamma_summary"]
 
-SCHEMA = "icl-verify/results/v1"
+SCHEMA = RESULTS_SCHEMA
 
 _BADGE = {
     "PASS": "#1a7f37", "FAIL": "#cf222e", "ASSUMPTION_UNMET": "#9a6700",
@@ -36,7 +37,8 @@ def package_versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
-    for name in ("icl-causal-verify", "numpy", "scipy", "sympy", "torch", "networkx", "hypothesis", "matplotlib"):
+    for name in ("icl-causal-verify", "numpy", "scipy", "sympy", "torch", "networkx", "hypothesis", "matplotlib",
+                 "python-flint"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -60,31 +62,13 @@ def git_commit() -> str | None:
 
 
 def load_results(run_dir: Path) -> dict[str, Any]:
-    """A finished run's results.json; ``FileNotFoundError`` (unfinished run, with the resume
-    command) or ``ValueError`` (not a results.json this tool wrote) otherwise."""
-    path = Path(run_dir) / "results.json"
-    if not Path(run_dir).is_dir():
-        raise FileNotFoundError(f"{run_dir} is not a folder (run folders are made by icl-verify run --out DIR; "
-                                f"the default is reports/<run-id>)")
-    if not path.exists():
-        partial = sorted((Path(run_dir) / "results").glob("*.json")) if (Path(run_dir) / "results").exists() else []
-        from sim.files import RunError, read_run_json
+    """A finished run's results.json, its shape checked (:func:`sim.files.read_results`, the one
+    loader of run files); ``FileNotFoundError`` (no such folder, or an unfinished run, with the
+    resume command) or ``ValueError`` (:class:`sim.files.RunFileError`: not a results.json this tool
+    wrote, naming the file and the key) otherwise."""
+    from sim.files import read_results
 
-        try:  # the plugins the run loaded must be loaded again to resume it
-            run_doc = read_run_json(run_dir) or {}
-        except RunError:
-            run_doc = {}
-        plugins = "".join(f" --plugin {p}" for p in run_doc.get("config", {}).get("plugins", {}))
-        hint = (f" ({len(partial)} claims finished; resume with icl-verify run --resume --out {run_dir}{plugins})"
-                if partial else "")
-        raise FileNotFoundError(f"{run_dir} has no results.json: the run did not finish{hint}")
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} cannot be read as JSON ({exc}); rerun the claims to rewrite it") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("claims"), list):
-        raise ValueError(f"{path} is not an icl-verify results file (schema {SCHEMA}); rerun the claims to rewrite it")
-    return doc
+    return read_results(run_dir)
 
 
 def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: float, prior=None, audit=None) -> dict:
@@ -159,7 +143,7 @@ def _not_run_reason(d: dict) -> str:
     """Why a claim has no tier results: decided by another profile, or (no tiers of its own) its note."""
     if not d.get("tiers_supported") and d.get("note"):
         return d["note"]
-    return f"decided by {d['decided_by']}"
+    return f"decided by {d.get('decided_by', 'another profile')}"
 
 
 # -- terminal ------------------------------------------------------------------------------
@@ -169,12 +153,13 @@ def summary_table(dicts: Sequence[dict]) -> str:
     rows = [("claim", "verdict", "tiers", "time", "summary")]
     for d in dicts:
         tiers = " ".join(f"{t['tier']}:{t['verdict']}" for t in d["tiers"]) or f"({_not_run_reason(d)})"
-        first = next((t["summary"] for t in d["tiers"] if t["verdict"] != "PASS"), None)
-        first = first or (d["tiers"][0]["summary"] if d["tiers"] else d.get("note", ""))
+        first = next((t.get("summary", "") for t in d["tiers"] if t["verdict"] != "PASS"), None)
+        first = first or (d["tiers"][0].get("summary", "") if d["tiers"] else d.get("note", ""))
         findings = [f for t in d["tiers"] for f in t.get("findings", []) if f["verdict"] != "PASS"]
         if findings:  # the verdict stays the primary reading's; the findings are said beside it
             first = f"[{len(findings)} finding{'s' if len(findings) > 1 else ''}: {findings[0]['detail']}] {first}"
-        rows.append((d["id"], d["verdict"], tiers, f"{d['elapsed_s']:.1f}s", _clip(first, 90)))
+        elapsed = f"{d['elapsed_s']:.1f}s" if "elapsed_s" in d else "—"
+        rows.append((d["id"], d["verdict"], tiers, elapsed, _clip(first, 90)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = []
     for k, r in enumerate(rows):
@@ -207,12 +192,39 @@ def _number_rows(numbers: Sequence[dict]) -> list[list[str]]:
     rows = []
     for n in numbers:
         rows.append([n["name"], _fmt_num(n["value"]), _fmt_num(n["stderr"]) if n["stderr"] else "0 (exact)"
-                     if n["kind"] == "exact" else _fmt_num(n["stderr"]),
+                     if n["kind"] == "exact" else "0 (certified)" if n["kind"] == "certified" else _fmt_num(n["stderr"]),
                      _fmt_num(n["n"]), _fmt_num(n["seed"]), _fmt_num(n["tolerance"]), n["kind"], n.get("note", "")])
     return rows
 
 
 _NUM_HEAD = ["number", "value", "± (s.e.)", "n", "seed", "tolerance", "kind", "note"]
+_CERT_HEAD = ["inequality", "status", "domain (whole)", "boxes", "precision", "time", "outcome"]
+_CERT_INTRO = ("Certificates: each inequality decided on its whole stated domain by branch-and-bound with rigorous "
+               "interval enclosures (python-flint arb balls). PROVED covers every box of the domain outside the "
+               "exclusions it names; a counterexample box fails at every point of it.")
+
+
+def _certificate_rows(certs: Sequence[dict]) -> list[list[str]]:
+    """One row per certificate: the domain whole, its boxes, precision, time, and what decided it."""
+    rows = []
+    for c in certs:
+        boxes = (f"{c.get('boxes evaluated')} evaluated: {c.get('boxes certified')} certified, "
+                 f"{c.get('boxes excluded')} excluded, {c.get('boxes left open')} open; deepest split "
+                 f"{c.get('deepest split')}; budget {c.get('box budget')}")
+        outcome = []
+        if c.get("bracket on the extreme"):
+            lo, hi = c["bracket on the extreme"]
+            outcome.append(f"extreme in [{_fmt_num(lo)}, {_fmt_num(hi)}]")
+        if c.get("counterexample box"):
+            outcome.append("counterexample box " + json.dumps(c["counterexample box"]))
+        if c.get("largest open box"):
+            outcome.append("largest open box " + json.dumps(c["largest open box"]))
+        if c.get("reason"):
+            outcome.append(c["reason"])
+        rows.append([f"{c.get('inequality')}: {c.get('statement')}", str(c.get("status")), str(c.get("domain in words")),
+                     boxes, f"{c.get('precision (bits)')} bits", f"{c.get('time (s, process)')} s (process)",
+                     "; ".join(outcome) or "—"])
+    return rows
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -276,8 +288,8 @@ def summary_table_markdown(dicts: Sequence[dict], *, links: bool = True) -> str:
     for d in dicts:
         tiers = ", ".join(f"{t['tier']} {t['verdict']}" for t in d["tiers"]) or _md_escape_cell(_not_run_reason(d))
         cid = f"[{d['id']}](#{_anchor(d['id'])})" if links else _md_escape_cell(d["id"])
-        out.append(f"| {cid} | {_md_escape_cell(d['title'])} | **{_md_escape_cell(_headline(d))}** | "
-                   f"{tiers} | {_md_escape_cell(d['source'])} |")
+        out.append(f"| {cid} | {_md_escape_cell(d.get('title', ''))} | **{_md_escape_cell(_headline(d))}** | "
+                   f"{tiers} | {_md_escape_cell(d.get('source', ''))} |")
     return "\n".join(out)
 
 
@@ -525,6 +537,11 @@ def _md_claim(d: dict) -> list[str]:
                 out.append("| " + " | ".join(_md_escape_cell(x) for x in (c["name"], c["mechanism"], c["verdict"],
                                                                              c["deciding"])) + " |")
             out.append("")
+        if t.get("certificates"):
+            out += [_CERT_INTRO, "", "| " + " | ".join(_CERT_HEAD) + " |", "|" + "---|" * len(_CERT_HEAD)]
+            for row in _certificate_rows(t["certificates"]):
+                out.append("| " + " | ".join(_md_escape_cell(c) for c in row) + " |")
+            out.append("")
         if t["numbers"]:
             out.append("| " + " | ".join(_NUM_HEAD) + " |")
             out.append("|" + "---|" * len(_NUM_HEAD))
@@ -734,6 +751,11 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
             for c in t["controls"]:
                 out.append(f"<tr><td>{_e(c['name'])}</td><td>{_e(c['mechanism'])}</td><td>{_badge(c['verdict'])}</td>"
                            f"<td>{_e(c['deciding'])}</td></tr>")
+            out.append("</table>")
+        if t.get("certificates"):
+            out.append(f"<p>{_e(_CERT_INTRO)}</p><table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in _CERT_HEAD) + "</tr>")
+            for row in _certificate_rows(t["certificates"]):
+                out.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>")
             out.append("</table>")
         if t["numbers"]:
             out.append("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in _NUM_HEAD) + "</tr>")

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +29,12 @@ from typing import Any, Callable, Sequence
 from sim.claims.base import PROFILES, Claim, Context, crash_result
 from sim.seeds import derive_seed
 from sim.claims.jobs import job_counts
-from sim.files import RUN_SCHEMA, RunError, atomic_write_text, dump_json, environment_failure, read_run_json
+from sim.files import (MAX_JSON_DEPTH, RUN_SCHEMA, RunError, atomic_write_text, dump_json, environment_failure,
+                       json_depth, read_claim_result, read_run_json)
 from sim.verdict import ClaimResult, Outcome, Verdict, combine_verdicts, headline, to_jsonable
 
-__all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "graph_claims", "atomic_write_text", "dump_json",
-           "DEFAULT_REPORTS", "RUN_SCHEMA"]
+__all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "graph_claims", "check_out_dir", "atomic_write_text",
+           "dump_json", "DEFAULT_REPORTS", "RUN_SCHEMA"]
 
 DEFAULT_REPORTS = Path("reports")
 _LOCK = ".icl-verify.lock"
@@ -123,7 +125,9 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         t1 = time.perf_counter()
         try:
             res = _run_tier(ctx, claim, tier)
-        except (Exception, SystemExit) as exc:  # a crash (or an exit) is that claim's ERROR, never the run's end
+        except KeyboardInterrupt:  # a real Ctrl-C ends the run, leaving it resumable
+            raise
+        except BaseException as exc:  # a crash (or an exit) is that claim's ERROR, never the run's end
             failure = environment_failure(exc)
             if failure is not None:  # but a full disk or a lost scheduler is the run's: --resume continues it
                 raise failure from None
@@ -280,6 +284,83 @@ def _checked(res, claim: Claim, tier: str):
     return guard_with_controls(res)
 
 
+def check_out_dir(out_dir: Path, config: RunConfig, *, resume: bool) -> None:
+    """Everything :func:`run` would refuse about ``out_dir``, checked before any work and without
+    writing anything outside it: a file where the folder should be, a folder that cannot be
+    written, one another live run holds, a non-empty folder that is not an icl-verify run's, a
+    corrupt run.json, and with ``resume`` a folder holding no run or another configuration's.
+    :func:`run` checks them again once it holds the folder. Raises :class:`RunError`."""
+    out_dir = Path(out_dir)
+    try:
+        st = os.stat(out_dir)
+    except FileNotFoundError:
+        st = None
+        if os.path.islink(out_dir):
+            raise RunError(f"--out {out_dir} is a link to {os.readlink(out_dir)}, which does not exist; nothing was "
+                           "written") from None
+    except OSError as exc:  # a name too long, a link loop, a parent that is a file
+        raise RunError(f"cannot write to --out {out_dir}: {exc.strerror or exc}") from None
+    if st is None:
+        if resume:
+            raise RunError(f"--resume: {out_dir} holds no run to resume (no run.json)")
+        parent = _existing_parent(out_dir)
+        if not parent.is_dir():
+            raise RunError(f"--out {out_dir}: {parent} is a file, not a folder; nothing was written")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise RunError(f"cannot write to --out {out_dir}: {parent} is not writable (Permission denied)")
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        raise RunError(f"--out {out_dir} is a file, not a folder; nothing was written")
+    _probe_writable(out_dir)
+    holder = _FolderLock(out_dir).live_holder()
+    if holder is not None:
+        raise RunError(f"another icl-verify run (pid {holder}) is writing to {out_dir}; wait for it to finish or "
+                       "choose another --out")
+    _check_dir(out_dir, config, resume)
+
+
+def _existing_parent(path: Path) -> Path:
+    """The nearest folder above ``path`` that exists (``.`` for a relative path with none)."""
+    for parent in Path(os.path.abspath(path)).parents:
+        if parent.exists():
+            return parent
+    return Path(".")  # pragma: no cover - the root exists
+
+
+def _probe_writable(out_dir: Path) -> None:
+    """Write and remove a file in ``out_dir`` (a read-only mount, or permissions, say no here)."""
+    try:
+        probe = out_dir / f".icl-verify-write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise RunError(f"cannot write to --out {out_dir}: {exc.strerror or exc}") from None
+
+
+def _check_dir(out_dir: Path, config: RunConfig, resume: bool) -> dict | None:
+    """The refusals of :func:`_prepare_dir`, writing nothing; returns the folder's run.json (or None)."""
+    old = read_run_json(out_dir)
+    for name in ("results", "figures"):  # where a run writes: a file there would stop it half-way
+        if (out_dir / name).exists() and not (out_dir / name).is_dir():
+            raise RunError(f"--out {out_dir}: {out_dir / name} is a file, where the run keeps its "
+                           f"{'claim results' if name == 'results' else 'figures'}; nothing was written. Remove it "
+                           "or choose another --out")
+    if resume:
+        if old is None:
+            raise RunError(f"--resume: {out_dir} holds no run to resume (no run.json)")
+        if old.get("config_hash") != config.digest():
+            raise RunError(f"--resume: the run in {out_dir} was made with a different configuration "
+                           f"({old.get('config')}); start a fresh run or use a different --out")
+        return old
+    if old is None:
+        found = sorted(p.name for p in out_dir.iterdir() if p.name not in (_LOCK, "corpus"))
+        if found:
+            shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+            raise RunError(f"--out {out_dir} is not empty and is not an icl-verify run folder (it holds {shown}); "
+                           "nothing was written or deleted. Choose a new or empty folder")
+    return old
+
+
 def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool, claim_ids: Sequence[str]) -> None:
     """Make ``out_dir`` ready for this run without touching anything that is not a run's.
 
@@ -288,20 +369,8 @@ def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool, claim_ids: Sequ
     its figures (named ``<claim id>-*.png``), its training jobs' records (``jobs/<claim id>/``) and
     its four reports. Anything else is refused, but
     for a ``corpus`` folder (the default counterexample corpus, kept from run to run)."""
-    old = read_run_json(out_dir)
-    if resume:
-        if old is None:
-            raise RunError(f"--resume: {out_dir} holds no run to resume (no run.json)")
-        if old.get("config_hash") != config.digest():
-            raise RunError(f"--resume: the run in {out_dir} was made with a different configuration "
-                           f"({old.get('config')}); start a fresh run or use a different --out")
-        return
-    if old is None:
-        found = sorted(p.name for p in out_dir.iterdir() if p.name not in (_LOCK, "corpus"))
-        if found:
-            shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-            raise RunError(f"--out {out_dir} is not empty and is not an icl-verify run folder (it holds {shown}); "
-                           "nothing was written or deleted. Choose a new or empty folder")
+    old = _check_dir(out_dir, config, resume)
+    if resume or old is None:
         return
     owned = set(old.get("claims", [])) | set(claim_ids)
     for path in (out_dir / "results").glob("*.json") if (out_dir / "results").is_dir() else ():
@@ -331,8 +400,8 @@ class _FolderLock:
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                pid = self._holder()
-                if pid is not None and pid != os.getpid() and _alive(pid):
+                pid = self.live_holder()
+                if pid is not None:
                     raise RunError(f"another icl-verify run (pid {pid}) is writing to {self.path.parent}; wait for "
                                    f"it to finish or choose another --out") from None
                 self.path.unlink(missing_ok=True)  # stale: its writer is gone
@@ -346,8 +415,13 @@ class _FolderLock:
     def _holder(self) -> int | None:
         try:
             return int(self.path.read_text().strip())
-        except (OSError, ValueError):
+        except (OSError, ValueError, UnicodeDecodeError):
             return None
+
+    def live_holder(self) -> int | None:
+        """The pid of another process that holds the folder and is alive, or None."""
+        pid = self._holder()
+        return pid if pid is not None and pid != os.getpid() and _alive(pid) else None
 
     def __exit__(self, *exc):
         if self.held:
@@ -395,15 +469,12 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
         raise RunError("no claims selected")
     graph_claims(config, claims)
     out_dir = Path(out_dir) if out_dir is not None else DEFAULT_REPORTS / config.run_id
+    check_out_dir(out_dir, config, resume=resume)
     try:
-        if out_dir.exists() and not out_dir.is_dir():
-            raise RunError(f"--out {out_dir} is a file, not a folder; nothing was written")
         out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / f".icl-verify-write-test-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
     except OSError as exc:
         raise RunError(f"cannot write to --out {out_dir}: {exc.strerror or exc}") from None
+    _probe_writable(out_dir)
     with _FolderLock(out_dir):
         try:
             return _run_locked(config, claims, out_dir, resume=resume, prior=prior, show_progress=show_progress,
@@ -543,19 +614,22 @@ def _evaluate_in_lanes(config, claims, jobs: int, out_dir: Path, prior, corpus, 
 
 
 def _saved_result(path: Path) -> dict | None:
+    """A claim's result saved by an earlier attempt of this run, or None (absent, or not a whole
+    result: :func:`sim.files.read_claim_result`), in which case the claim is evaluated again."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return read_claim_result(path)
+    except RunError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _serialised(result: ClaimResult) -> tuple[dict, str]:
     """A claim's result as strict JSON; a result that cannot be written becomes that claim's ERROR."""
     try:
         data = to_jsonable(result)
+        if json_depth(data, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:  # it could not be read back (sim.files.parse_json)
+            raise ValueError(f"it nests more than {MAX_JSON_DEPTH} levels deep")
         return data, dump_json(data)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         bad = TypeError(f"the result of {result.id} cannot be written as JSON: {exc}")
         result.tiers = [crash_result(result.tiers[0].tier if result.tiers else "report", bad)]
         result.verdict, result.headline = Verdict.ERROR, str(Verdict.ERROR)

@@ -32,9 +32,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 __all__ = ["Tightness", "Polish", "NoFiniteValue", "optimise", "starts_by_dimension", "floored_rows", "floored_rows_inverse",
-           "report_tightness", "label_for", "EXACT_LABEL", "SUP_LABEL", "INF_LABEL"]
+           "report_tightness", "report_certified_bracket", "BracketMismatch", "label_for", "EXACT_LABEL", "SUP_LABEL",
+           "INF_LABEL", "BRACKET_ROUNDOFF"]
 
 SUP_LABEL = "best found by optimisation (a lower bound on the supremum)"
+#: How far an optimiser's float64 value may stand beyond a certified bound on the same extreme, relative to
+#: ``max(1, |bound|)``, before the two are declared inconsistent: the float evaluation's round-off (about
+#: 1e-14 for the claims' ratios of informations), with room to spare.
+BRACKET_ROUNDOFF = 1e-9
 INF_LABEL = "best found by optimisation (an upper bound on the infimum)"
 EXACT_LABEL = "exact (closed form or proof of optimality)"
 #: Logits beyond this size change no float64 probability that matters; it keeps z finite.
@@ -256,3 +261,69 @@ def report_tightness(ctx, res, table: Sequence[Tightness], *, quantity: str, par
     ax.set_title(f"{ctx.claim.id}: tightness")
     ax.legend(fontsize=7)
     res.figures.append(ctx.save_figure(fig, f"tightness-{name}"))
+
+
+class BracketMismatch(RuntimeError):
+    """An optimiser's value lies beyond a certified bound on the same extreme: one of the two
+    computations is wrong, so neither may be reported (the tier is an ERROR, never a verdict)."""
+
+
+def report_certified_bracket(ctx, res, table: Sequence[Tightness], certified: Sequence[tuple[float, float]], *,
+                             quantity: str, parameter: str, claimed: float, name: str, reading: str) -> None:
+    """Add a certified tightness bracket to the tier result ``res`` (in place): per level, the best value
+    found by optimisation (``table``, :func:`optimise`; a lower bound on a supremum) and the certified
+    bound from a branch-and-bound on the same domain (``certified``, ``(lower, upper)`` as
+    :class:`theory.certified.Certificate` ``.bracket`` gives it), with the gap between them.
+
+    An independent check: the optimiser's value must not exceed the certified upper bound (for a
+    supremum; nor fall below the certified lower bound for an infimum) by more than
+    :data:`BRACKET_ROUNDOFF`; if it does, :class:`BracketMismatch` is raised (the tier is an ERROR)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sim.verdict import Finding, FindingKind, Number, Verdict
+
+    if len(table) != len(certified) or not table:
+        raise ValueError(f"{ctx.claim.id}: {len(table)} optimised values for {len(certified)} certified bounds")
+    sense = table[0].sense
+    rows = []
+    for t, (lo, hi) in zip(table, certified):
+        bound = hi if sense == "sup" else lo
+        beyond = t.value - bound if sense == "sup" else bound - t.value
+        if not beyond <= BRACKET_ROUNDOFF * max(1.0, abs(bound)):
+            raise BracketMismatch(f"{quantity} at {_level_text(t.level)}: the optimiser's {t.value!r} lies beyond the "
+                                  f"certified {'upper' if sense == 'sup' else 'lower'} bound {bound!r}")
+        gap = abs(bound - t.value)
+        rows.append((t, bound, gap))
+        level = _level_text(t.level)
+        res.numbers += [Number(f"certified tightness: {quantity} at {level}: best optimised", t.value, seed=t.seed,
+                               kind="property", note=f"{t.label}; witness: {json.dumps(t.witness)}"),
+                        Number(f"certified tightness: {quantity} at {level}: certified "
+                               f"{'upper' if sense == 'sup' else 'lower'} bound", bound, kind="certified",
+                               note="branch-and-bound with rigorous enclosures on the same domain"),
+                        Number(f"certified tightness: {quantity} at {level}: gap", gap, kind="certified",
+                               note="certified bound minus the optimised value: how much of the extreme is unknown")]
+    detail = "; ".join(f"[{t.value:.6g}, {b:.6g}] at {_level_text(t.level)} (gap {g:.2g})" if sense == "sup" else
+                       f"[{b:.6g}, {t.value:.6g}] at {_level_text(t.level)} (gap {g:.2g})" for t, b, g in rows)
+    broken = [t for t, b, _ in rows if (b > claimed if sense == "sup" else b < claimed)]
+    res.findings.append(Finding(
+        FindingKind.STRICTER, reading, Verdict.PASS if not broken else Verdict.INCONCLUSIVE,
+        f"{quantity}: {detail}; the optimiser's value is a lower end found by search, the certified bound a proof"
+        + ("" if not broken else f"; the certified bound passes the claimed {claimed:g} at "
+           + ", ".join(_level_text(t.level) for t in broken)),
+        numbers=tuple(Number(f"{quantity} at {_level_text(t.level)}: certified bound", b, kind="certified")
+                      for t, b, _ in rows)))
+    xs = [float(t.level[parameter]) for t, _, _ in rows]
+    fig, ax = plt.subplots(figsize=(4.6, 3.6))
+    ax.plot(xs, [t.value for t, _, _ in rows], "o-", label=table[0].label)
+    ax.plot(xs, [b for _, b, _ in rows], "v--", label="certified bound (branch-and-bound)")
+    ax.axhline(claimed, color="k", ls=":", lw=1, label="claimed limit")
+    if all(x > 0 for x in xs) and max(xs) / min(xs) > 20:
+        ax.set_xscale("log")
+    ax.set_xlabel(parameter)
+    ax.set_ylabel(quantity)
+    ax.set_title(f"{ctx.claim.id}: certified tightness")
+    ax.legend(fontsize=7)
+    res.figures.append(ctx.save_figure(fig, f"certified-{name}"))

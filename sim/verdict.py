@@ -77,9 +77,10 @@ class Outcome(str, enum.Enum):
         return self.value
 
 
-#: What a :class:`Number` is: a measurement of one of the tiers' kinds, or ``seed``, a record of an
-#: input (a stream's seed) that comparisons between runs leave out (:mod:`sim.diff`).
-NUMBER_KINDS = ("exact", "montecarlo", "trained", "symbolic", "property", "seed")
+#: What a :class:`Number` is: a measurement of one of the tiers' kinds (``certified``: a rigorous bound or
+#: a count of a certificate's boxes), or ``seed``, a record of an input (a stream's seed) that
+#: comparisons between runs leave out (:mod:`sim.diff`).
+NUMBER_KINDS = ("exact", "montecarlo", "trained", "symbolic", "property", "certified", "seed")
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class Number:
     n: int | None = None
     seed: int | None = None
     tolerance: float | None = None
-    kind: str = "exact"  # exact | montecarlo | trained | symbolic | property | seed (a record of an input)
+    kind: str = "exact"  # exact | montecarlo | trained | symbolic | property | certified | seed (an input)
     note: str = ""
     df: float | None = None
 
@@ -240,6 +241,9 @@ class TierResult:
     sequential: dict[str, Any] | None = None
     # The counterexample corpus (sim.corpus): one {"file", "status", "detail"} per file replayed, stored or skipped.
     corpus: list[dict[str, Any]] = field(default_factory=list)
+    # The certified tier's certificates (theory.certified.Certificate.record): each with its domain whole,
+    # its status (PROVED, COUNTEREXAMPLE, UNDECIDED, REFUSED), boxes, precision and time.
+    certificates: list[dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
     error: str | None = None
 

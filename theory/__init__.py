@@ -1,10 +1,12 @@
 """Exact, pure derivations for the theory of how transformers learn causal structure in context.
 
-numpy, scipy and sympy only: no torch, no global random state, no I/O. Every function
-is a function of ``(pi, tree, root law[, prior])`` or of a joint pmf, with the convention
-and the paper's equation in its docstring. Conventions: ``shared/CLAIMS.md``.
-Submodules not re-exported here (so ``import theory`` stays light): ``theory.symbolic``
-(sympy derivations) and ``theory.strategies`` (public hypothesis strategies).
+numpy, scipy and sympy only (and python-flint's ball arithmetic for the certified tier): no
+torch, no global random state, no I/O. Every function is a function of ``(pi, tree, root
+law[, prior])`` or of a joint pmf, with the convention and the paper's equation in its
+docstring. Conventions: ``shared/CLAIMS.md``. Submodules not re-exported here (so ``import
+theory`` stays light): ``theory.symbolic`` (sympy derivations), ``theory.strategies`` (public
+hypothesis strategies), ``theory.intervals`` and ``theory.certified`` (the certified tier's
+enclosures and branch-and-bound).
 """
 from .errors import TheoryError
 from .structures import CausalTree

@@ -230,7 +230,7 @@ def stationary(pi) -> np.ndarray:
 
 
 #: Up to this many states :func:`stationary_positive` reduces on Python floats (a few microseconds);
-#: above it the per-entry loop costs more than numpy's overhead, and :func:`_gth` runs instead.
+#: above it the per-entry loop costs more than numpy's overhead, and ``_gth`` runs instead.
 _SCALAR_GTH_MAX_D = 8
 
 
@@ -243,7 +243,7 @@ def stationary_positive(pi) -> np.ndarray:
     same GTH reduction (``mu @ pi = mu``, ``sum(mu) = 1``, solved without subtractions, so entries
     far below machine epsilon stay accurate): for ``d <= 8`` on Python floats, the last state
     eliminated first, state 0 the reference; should a ratio over/underflow (probabilities spanning
-    ~1e300), or for larger ``d``, :func:`_gth` with its ordering of the states.
+    ~1e300), or for larger ``d``, ``_gth`` with its ordering of the states.
 
     Parameters
     ----------

@@ -143,15 +143,16 @@ def register(claims: Iterable[Claim], origin: str = "register()") -> list[Claim]
 
 def load_plugin(path: str | Path) -> list[Claim]:
     """Load user claims from a Python file that defines ``CLAIMS = [Claim(...), ...]``."""
-    from sim.files import load_user_file
+    from sim.files import call_user_code, load_user_file
 
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"claim plugin {path} does not exist")
+        raise FileNotFoundError(f"claim plugin {path} " + ("is not a file" if path.exists() else "does not exist"))
     module = load_user_file(path, "plugin")
     claims = getattr(module, "CLAIMS", None)
     if claims is None:
         raise ValueError(f"claim plugin {path} defines no CLAIMS list")
+    claims = call_user_code(list, claims, what="iterating its CLAIMS")  # a generator runs the user's code
     added = register(claims, origin=f"plugin {path}")
     _DIGESTS[str(path.resolve())] = hashlib.sha256(path.read_bytes()).hexdigest()
     return added
@@ -167,14 +168,16 @@ def load_entry_points() -> list[Claim]:
     """Claims from installed packages declaring ``[project.entry-points."icl_verify.claims"]``."""
     from importlib.metadata import entry_points
 
+    from sim.files import describe_exception
+
     added = []
     for ep in entry_points(group="icl_verify.claims"):
         origin = f"entry point {ep.name} = {ep.value}"
         try:
             obj = ep.load()
-            found = obj() if callable(obj) else obj
-        except Exception as exc:
-            raise ImportError(f"cannot load claims from the installed {origin}: {type(exc).__name__}: {exc}") from exc
+            found = list(obj() if callable(obj) else obj)
+        except (Exception, SystemExit) as exc:  # an installed package's code: its failure is the user's input error
+            raise ImportError(f"cannot load claims from the installed {origin}: {describe_exception(exc)}") from None
         added += register(found, origin=origin)
     return added
 

@@ -8,9 +8,11 @@ watch it FAIL, and ``Context.prior`` is what a user's prior replaces.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import re
+import tempfile
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,12 +38,13 @@ __all__ = [
     "search_counterexample",
     "per_case",
     "property_tier",
+    "certified_tier",
     "matrices_strategy",
     "crash_result",
     "collect_claims",
 ]
 
-TIERS = ("symbolic", "exact", "property", "montecarlo", "trained")
+TIERS = ("symbolic", "exact", "property", "certified", "montecarlo", "trained")
 #: What a claim id may look like: it names ``results/<id>.json``, so no path may hide in it.
 CLAIM_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 PROFILES = ("quick", "standard", "paper")
@@ -478,10 +481,31 @@ def search_counterexample(strategy, violates: Callable[[Any], bool], *, max_exam
         report_multiple_bugs=False,
     )
     try:
-        example = find(strategy, condition, settings=cfg, random=random.Random(seed))
+        with _hypothesis_home_nowhere():
+            example = find(strategy, condition, settings=cfg, random=random.Random(seed))
     except (NoSuchExample, Unsatisfiable):
         return None, tried
     return example, tried
+
+
+@contextlib.contextmanager
+def _hypothesis_home_nowhere():
+    """Hypothesis's home folder moved, for one search, to a temporary folder removed after it.
+
+    Even with ``database=None`` hypothesis writes caches (the constants it collects from code that
+    is not installed, ``.hypothesis/constants/``) into its home, by default ``.hypothesis/`` in the
+    current directory; a run writes nothing outside its folder. The home in force before (a test
+    suite's, ``HYPOTHESIS_STORAGE_DIRECTORY``) is put back afterwards. The constants stay in
+    hypothesis's memory, so a search draws the same inputs as with the cache on disk."""
+    from hypothesis import configuration
+
+    before = configuration.storage_directory(intent_to_write=False).home_directory
+    with tempfile.TemporaryDirectory(prefix="icl-verify-hypothesis-") as home:
+        configuration.set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(before)
 
 
 def crash_result(tier: str, exc: BaseException) -> TierResult:
@@ -745,6 +769,117 @@ def _counterexample(ctx: "Context", what: str, example, record, replayed, seed: 
         notes.append(ctx.corpus.store(ctx.claim, "property", reading=what, record=rec, example=example,
                                       tier_seed=seed))
     return rec
+
+
+# ---------------------------------------------------------------------------------------
+# Pattern 3: the certified tier — branch-and-bound with rigorous enclosures on a stated domain.
+# ---------------------------------------------------------------------------------------
+#: How a certificate's status reads as the tier's conclusion.
+_CERTIFIED_OUTCOME = {"PROVED": Outcome.HELD, "COUNTEREXAMPLE": Outcome.VIOLATED, "UNDECIDED": Outcome.UNDECIDED,
+                      "REFUSED": Outcome.UNDECIDED}
+
+
+def certified_tier(ctx: "Context", inequalities: Sequence[Any], *, what: str, tight: Sequence[str] = (),
+                   numbers: Sequence[Number] = ()) -> TierResult:
+    """Run the certified tier: decide each :class:`theory.certified.Inequality` on its whole domain.
+
+    First the corpus's certified counterexamples for this claim are replayed (:meth:`sim.corpus.Corpus.replay`):
+    a stored point (an inequality's name and a box centre) that lies in that inequality's domain in this
+    run and still violates it, by a rigorous enclosure at the point, decides FAIL before any search. Then
+    :func:`theory.certified.certify` runs on each inequality, with the box budget ``certified_max_boxes``
+    (setting, default 20000), the precision ``certified_precision`` (bits, default 53) and, for the names in
+    ``tight``, the bracket on the extreme closed to ``certified_rel_gap`` (default 1e-3).
+
+    The tier PASSes when every certificate is PROVED; it FAILs on a certified counterexample box (the first
+    is the counterexample, and its centre goes to the corpus); otherwise it is INCONCLUSIVE, and its budget
+    names the largest box left open (or why a domain was refused). Each certificate's record, its domain
+    whole, is in the result's ``certificates``. Under a user's prior the tier is NOT_RUN: its domain is
+    its own, and a prior does not change it."""
+    from fractions import Fraction
+
+    from theory.certified import Box, certify, round_down, round_up
+
+    if ctx.prior is not None:
+        return TierResult("certified", Verdict.NOT_RUN, Outcome.UNDECIDED,
+                          f"{what}: not run under a user's prior: the certified tier proves the claim on its own stated "
+                          "domain, which a prior does not change (run the claim without a prior to see it)",
+                          numbers=list(numbers))
+    s = ctx.settings
+    max_boxes = int(s.get("certified_max_boxes", 20000))
+    precision = int(s.get("certified_precision", 53))
+    rel_gap = float(s.get("certified_rel_gap", 1e-3))
+    by_name = {q.name: q for q in inequalities}
+    if len(by_name) != len(inequalities):
+        raise ValueError(f"{ctx.claim.id}: two certified inequalities share a name")
+
+    def judge(example):
+        name, point = example["inequality"], tuple(float(x) for x in example["point"])
+        if name not in by_name:
+            raise LookupError(f"this run checks no inequality named {name!r}")
+        q = by_name[name]
+        if not q.domain.contains(point) or any(r.covers(Box(point, point)) for r in q.domain.excluded):
+            raise LookupError(f"the point lies outside this run's domain of {name!r}")
+        lo, hi = q.enclose(Box(point, point))
+        if q.sense == "<=":
+            limit = round_up(Fraction(q.limit))
+            broken = lo >= limit if q.strict else lo > limit
+        else:
+            limit = round_down(Fraction(q.limit))
+            broken = hi <= limit if q.strict else hi < limit
+        return None if broken else "the enclosure at the point no longer lies beyond the claimed limit"
+
+    replayed, notes = (None, []) if ctx.corpus is None else ctx.corpus.replay(ctx.claim, "certified", judge)
+    if replayed is not None:
+        name = replayed.example["inequality"]
+        return TierResult("certified", Verdict.FAIL, Outcome.VIOLATED,
+                          f"{what}: a certified counterexample of {name!r} replayed from the corpus {replayed.path} "
+                          "before any search", counterexample={"inequality": name, "point": replayed.example["point"],
+                                                               "replayed from the corpus": str(replayed.path)},
+                          corpus=notes, numbers=list(numbers))
+    certs = []
+    for q in inequalities:
+        ctx.progress(f"{ctx.claim.id} [certified] {q.name}")
+        certs.append(certify(q, max_boxes=max_boxes, precision=precision, tight=q.name in tight, rel_gap=rel_gap))
+    res = TierResult("certified", Verdict.PASS, Outcome.HELD, "", numbers=list(numbers), corpus=notes,
+                     certificates=[c.record() for c in certs])
+    proved = [c for c in certs if c.status == "PROVED"]
+    res.numbers[:0] = [Number("certificates PROVED", len(proved), n=len(certs), kind="certified",
+                              note="; ".join(f"{c.name}: {c.status}" for c in certs))]
+    res.numbers += [Number(f"{c.name}: boxes evaluated", c.boxes, kind="certified",
+                           note=f"{c.certified} certified, {c.excluded} excluded, {c.open} open, precision "
+                                f"{c.precision} bits, budget {c.max_boxes}") for c in certs]
+    boxes, seconds = sum(c.boxes for c in certs), sum(c.seconds for c in certs)
+    found = next((c for c in certs if c.status == "COUNTEREXAMPLE"), None)
+    if found is not None:
+        res.verdict, res.conclusion = Verdict.FAIL, Outcome.VIOLATED
+        centre = tuple(found.counterexample["centre"].values())
+        res.counterexample = {"inequality": found.name, "statement": found.statement, "domain": found.domain.text(),
+                              **found.counterexample}
+        res.summary = (f"{what}: a certified counterexample box for {found.name!r} (the claim fails at every point of "
+                       f"it; centre {', '.join(f'{k} = {v:.6g}' for k, v in found.counterexample['centre'].items())})")
+        if ctx.corpus is not None:
+            res.corpus.append(ctx.corpus.store(ctx.claim, "certified", reading=f"{found.name}: {found.statement}",
+                                               record=res.counterexample,
+                                               example={"inequality": found.name, "point": list(centre)}))
+        return res
+    if len(proved) == len(certs):
+        res.summary = (f"{what}: PROVED on every stated domain ({len(certs)} certificate{'s' if len(certs) != 1 else ''}, "
+                       f"{boxes} box{'es' if boxes != 1 else ''}, {seconds:.1f} s)")
+        return res
+    res.verdict, res.conclusion = Verdict.INCONCLUSIVE, Outcome.UNDECIDED
+    open_ = [c for c in certs if c.status != "PROVED"]
+    res.summary = (f"{what}: {len(proved)} of {len(certs)} certificates PROVED; not decided: "
+                   + "; ".join(f"{c.name} ({c.status}: {c.reason})" for c in open_))
+    parts = []
+    for c in open_:
+        if c.status == "REFUSED":
+            parts.append(f"{c.name}: a claim that handles the singular set (divides out the vanishing factor) or a "
+                         "domain that excludes a neighbourhood of it")
+        else:
+            parts.append(f"{c.name}: a box budget above {c.max_boxes} (setting certified_max_boxes), or a smaller domain; "
+                         f"largest box left open: {c.largest_open}")
+    res.budget = "; ".join(parts)
+    return res
 
 
 def matrices_strategy(ctx: "Context", d_strategy, *, min_entry_fraction=None):

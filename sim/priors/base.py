@@ -50,6 +50,52 @@ def _check_d(d) -> int:
     return int(d)
 
 
+def validate_draws(out, n: int, d: int | None, who: str) -> np.ndarray:
+    """The one check every draw of every prior passes, built-in or a user's sampler: ``out`` as a
+    float64 array of shape ``(n, d, d)`` (``d`` read off the array when None, at most
+    :data:`MAX_STATES`), each matrix row-stochastic (entries finite and ``>= 0``, rows summing to 1
+    within :data:`theory.markov.ROW_SUM_ATOL`).
+
+    Raises :class:`PriorError` starting with ``who``, naming the first bad draw and row; no numpy
+    warning escapes (a row of ``1e308`` entries overflows its sum)."""
+    try:
+        arr = np.asarray(out)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:  # ragged lists, huge integers
+        raise PriorError(f"{who} returned {type(out).__name__}, not an array of numbers: {exc}") from None
+    if arr.dtype.kind not in "iuf":
+        what = {"b": "booleans", "c": "complex numbers", "O": "Python objects", "U": "strings", "S": "bytes"}
+        raise PriorError(f"{who} returned {type(out).__name__}, not an array of numbers (an array of "
+                         f"{what.get(arr.dtype.kind, arr.dtype.name)})")
+    if arr.ndim != 3 or arr.shape[0] != n or arr.shape[1] != arr.shape[2] or arr.shape[1] < 1:
+        raise PriorError(f"{who} returned shape {arr.shape} when asked for n = {n} draw{'' if n == 1 else 's'}; "
+                         "expected (n, d, d): n square transition matrices" + ("" if d is None else f" with d = {d}"))
+    if d is None:
+        if arr.shape[1] > MAX_STATES:
+            raise PriorError(f"{who} draws {arr.shape[1]} x {arr.shape[1]} matrices: d = {arr.shape[1]} states is "
+                             f"more than this tool handles (at most {MAX_STATES}: the audit holds thousands of d x d "
+                             "matrices at once)")
+    elif arr.shape[1] != d:
+        raise PriorError(f"{who} returned shape {arr.shape}, expected {(n, d, d)} (n = {n} draws of {d} x {d} "
+                         "matrices)")
+    arr = arr.astype(np.float64)
+    from theory.markov import ROW_SUM_ATOL
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = ~np.isfinite(arr).all(axis=(1, 2)) | (arr < 0).any(axis=(1, 2))  # (n,)
+        bad |= (arr > 1 + ROW_SUM_ATOL).any(axis=(1, 2)) | (np.abs(arr.sum(axis=2) - 1.0) > ROW_SUM_ATOL).any(axis=1)
+        for k in np.flatnonzero(bad)[:1]:  # the first bad draw, named with its row
+            big = np.argwhere(np.isfinite(arr[k]) & (arr[k] > 1 + ROW_SUM_ATOL))
+            if big.size and not (~np.isfinite(arr[k])).any() and not (arr[k] < 0).any():
+                r, c = big[0]
+                raise PriorError(f"draw {k} of {who}[{r}, {c}] = {arr[k, r, c]:.6g} is more than 1 (row {r} cannot "
+                                 "sum to 1)")
+            try:
+                validate_stochastic(arr[k], name=f"draw {k} of {who}")
+            except TheoryError as exc:
+                raise PriorError(str(exc)) from None
+    return arr
+
+
 def relabel_generators(d: int) -> list[tuple[np.ndarray, str]]:
     """A transposition and a d-cycle, with their names: they generate every permutation of ``0..d-1``."""
     if d < 2:
@@ -142,28 +188,15 @@ class Prior(abc.ABC):
 
     # -- drawing ---------------------------------------------------------------------------
     def sample(self, rng: np.random.Generator, n: int = 1) -> np.ndarray:
-        """``n`` transition matrices, shape ``(n, d, d)``, each validated.
+        """``n`` transition matrices, shape ``(n, d, d)``, each validated (``validate_draws``, the check
+        every prior's draws pass, a user's sampler's too).
 
         Raises PriorError naming the draw and row if the sampler returned something that
         is not row-stochastic (a user sampler, or numerical trouble).
         """
         if self.d is None:
             raise PriorError(f"prior {self.spec()} has no dimension yet: bind it to d states first")
-        try:
-            out = np.asarray(self._sample(rng, n), dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, PriorError):
-                raise
-            raise PriorError(f"prior {self.spec()} returned something that is not an array of numbers: {exc}") from None
-        if out.shape != (n, self.d, self.d):
-            raise PriorError(f"prior {self.spec()} returned shape {out.shape}, expected {(n, self.d, self.d)} "
-                             f"(n = {n} draws of {self.d} x {self.d} matrices)")
-        for k in range(n):
-            try:
-                validate_stochastic(out[k], name=f"draw {k} of {self.spec()}")
-            except TheoryError as exc:
-                raise PriorError(str(exc)) from None
-        return out
+        return validate_draws(self._sample(rng, n), n, self.d, self.spec())
 
     def strategy(self):
         """A hypothesis strategy over draws of this prior (shrinks on the seed)."""

@@ -11,6 +11,10 @@ from sim.priors.base import MAX_ATOMS, MAX_PERMUTATIONS, Prior, PriorError, _che
 from theory import TheoryError, validate_stochastic
 
 
+#: The most random sort keys a Birkhoff draw holds at once (8 bytes each: 128 MiB).
+_CHUNK_ENTRIES = 2**24
+
+
 class _SymmetricNoFloor:
     """Closed forms shared by laws that are permutation-symmetric with ``E[pi] = 11^T / d``
     and whose entries come arbitrarily close to (or reach) 0 for ``d >= 2``: Dirichlet rows
@@ -68,9 +72,11 @@ class Point(Prior):
 
     def __init__(self, matrix):
         try:
-            self.matrix = validate_stochastic(matrix, name="point(...) matrix")
+            with np.errstate(over="ignore", invalid="ignore"):  # entries near the float maximum overflow a row sum
+                self.matrix = validate_stochastic(matrix, name="point(...) matrix")
         except TheoryError as exc:
             raise PriorError(str(exc)) from None
+        _check_d(self.matrix.shape[0])
         self.d = self.matrix.shape[0]
 
     def _sample(self, rng, n):
@@ -128,6 +134,10 @@ class DoublyStochastic(_SymmetricNoFloor, Prior):
 
     def _sample(self, rng, n):
         d, k = self.d, int(self.k)
+        chunk = max(1, _CHUNK_ENTRIES // (k * d))  # draws at a time: k = 10^4 at d = 256 is 2.6e6 keys a draw
+        return np.concatenate([self._draws(rng, m, d, k) for m in [chunk] * (n // chunk) + [n % chunk] if m])
+
+    def _draws(self, rng, n, d, k):
         perms = np.argsort(rng.random((n, k, d)), axis=-1)  # (n, k, d): k uniform permutations per draw
         w = rng.dirichlet(np.full(k, float(self.alpha)), size=n) if k > 1 else np.ones((n, 1))  # (n, k)
         out = np.zeros((n, d, d))
@@ -155,13 +165,14 @@ class Mixture(Prior):
             w = np.array([float(c[0]) for c in components])
         except (TypeError, ValueError):
             raise PriorError("mixture weights must be numbers") from None
-        if np.any(~np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-            raise PriorError(f"mixture weights must be non-negative with a positive sum, got {w.tolist()}")
+        if np.any(~np.isfinite(w)) or np.any(w < 0) or w.max() <= 0:
+            raise PriorError(f"mixture weights must be finite and non-negative with a positive sum, got {w.tolist()}")
         for c in components:
             if not isinstance(c[1], Prior):
                 raise PriorError(f"mixture components must be priors, got {type(c[1]).__name__}")
         self.raw_weights = w
-        self.weights = w / w.sum()
+        scaled = w / w.max()  # weights near the float maximum would overflow their sum
+        self.weights = scaled / scaled.sum()
         self.components = [c[1] for c in components]
         ds = {p.d for p in self.components if p.d is not None}
         if len(ds) > 1:
@@ -234,13 +245,15 @@ class Finite(Prior):
         mats = np.asarray(mats, dtype=np.float64)
         if mats.ndim != 3 or mats.shape[1] != mats.shape[2] or mats.shape[0] < 1:
             raise PriorError(f"a finite prior needs atoms of shape (K, d, d), got {mats.shape}")
-        if np.any(~np.isfinite(mats)) or np.any(mats < 0) or np.abs(mats.sum(axis=2) - 1).max() > 1e-8:
-            k = int(np.argmax(np.any(~np.isfinite(mats) | (mats < 0), axis=(1, 2))
-                              | (np.abs(mats.sum(axis=2) - 1).max(axis=1) > 1e-8)))
-            raise PriorError(f"atom {k} of a finite prior is not row-stochastic")
-        w = np.full(len(mats), 1.0 / len(mats)) if weights is None else np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(mats),) or np.any(~np.isfinite(w)) or np.any(w < 0) or abs(w.sum() - 1) > 1e-9:
-            raise PriorError(f"a finite prior needs {len(mats)} non-negative weights summing to 1, got {w.tolist()}")
+        with np.errstate(over="ignore", invalid="ignore"):  # entries or weights near the float maximum
+            off = np.abs(mats.sum(axis=2) - 1).max(axis=1) > 1e-8
+            if np.any(~np.isfinite(mats)) or np.any(mats < 0) or off.any():
+                k = int(np.argmax(np.any(~np.isfinite(mats) | (mats < 0), axis=(1, 2)) | off))
+                raise PriorError(f"atom {k} of a finite prior is not row-stochastic")
+            w = np.full(len(mats), 1.0 / len(mats)) if weights is None else np.asarray(weights, dtype=np.float64)
+            if w.shape != (len(mats),) or np.any(~np.isfinite(w)) or np.any(w < 0) or not abs(w.sum() - 1) <= 1e-9:
+                raise PriorError(f"a finite prior needs {len(mats)} non-negative weights summing to 1, got "
+                                 f"{w.tolist()}")
         self.mats, self.weights, self.label = mats, w, label
         self.d = _check_d(mats.shape[1])
 

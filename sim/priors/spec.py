@@ -15,6 +15,9 @@ from sim.priors.transforms import Banded, Floor, Sinkhorn, Sparse, Sticky, Symme
 from sim.priors.user import UserSampler
 
 MAX_SPEC_CHARS, MAX_SPEC_DEPTH = 5_000, 32
+#: Deepest syntax tree a spec may parse to (calls, lists, keywords and arithmetic nest; the
+#: parser recurses once per level, so a spec such as ``1+1+...+1`` or ``----1`` is refused here).
+MAX_SPEC_NODES_DEPTH = 4 * MAX_SPEC_DEPTH
 
 
 # ------------------------------------------------------------------------- the spec language --
@@ -161,13 +164,22 @@ class _Parser:
 
     # -- values ----------------------------------------------------------------------------
     def number(self, node, what: str) -> float:
+        v = self._number(node, what)
+        if not np.isfinite(v):
+            self.fail(f"{what} must be a finite number, got {_num(v) if not np.isnan(v) else 'nan'}", node)
+        return v
+
+    def _number(self, node, what: str) -> float:
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return float(node.value)
+            try:
+                return float(node.value)
+            except OverflowError:  # an integer literal beyond the float range
+                self.fail(f"{what} must be a finite number, got an integer of {len(str(node.value))} digits", node)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            v = self.number(node.operand, what)
+            v = self._number(node.operand, what)
             return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
-            a, b = self.number(node.left, what), self.number(node.right, what)
+            a, b = self._number(node.left, what), self._number(node.right, what)
             if isinstance(node.op, ast.Div):
                 if b == 0:
                     self.fail(f"{what}: division by zero", node)
@@ -302,7 +314,9 @@ def parse_prior(spec: str) -> Prior:
         raise PriorSpecError(f"a prior spec must be a string, got {type(spec).__name__}")
     text = spec.strip()
     if not text:
-        raise PriorSpecError("empty prior spec; expected e.g. dirichlet(alpha=0.1). Known priors:\n" + spec_help())
+        raise PriorSpecError(f"empty prior spec; expected e.g. dirichlet(alpha=0.1). Known priors: "
+                             f"{', '.join(PRIORS)}, or path/to/file.py:function for your own sampler (icl-verify "
+                             "prior --help says more)")
     if len(text) > MAX_SPEC_CHARS:
         raise PriorSpecError(f"prior spec of {len(text)} characters is longer than {MAX_SPEC_CHARS}; write a sampler "
                              "(path/to/file.py:function) for a prior that large")
@@ -312,10 +326,37 @@ def parse_prior(spec: str) -> Prior:
     if "(" not in text and ":" in text:
         return UserSampler(text)
     try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # bytes of another encoding, as Python keeps them in argv
+        raise PriorSpecError(f"prior spec {text!r} at column {exc.start + 1}: a byte that is not UTF-8 text; a spec "
+                             "is written in ASCII, e.g. dirichlet(alpha=0.1)") from None
+    try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         col = exc.offset if exc.offset is not None else None
         raise PriorSpecError(f"malformed prior spec {text!r}" + (f" at column {col}" if col else "")
                              + f": {exc.msg}; expected e.g. floor(dirichlet(alpha=1), gamma=0.3)"
                              + _caret(text, col)) from None
+    except (RecursionError, MemoryError):
+        raise PriorSpecError(_too_deep(len(text))) from None
+    depth = _tree_depth(tree)
+    if depth > MAX_SPEC_NODES_DEPTH:
+        raise PriorSpecError(_too_deep(depth))
     return _Parser(text).prior(tree.body)
+
+
+def _too_deep(depth: int) -> str:
+    return (f"prior spec nests its expressions {depth} levels deep, more than {MAX_SPEC_NODES_DEPTH} (calls, lists "
+            "and arithmetic such as 1+1+...+1 or ----1); write each number as one literal")
+
+
+def _tree_depth(tree: ast.AST) -> int:
+    """How deeply the syntax tree nests, counted without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_SPEC_NODES_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest

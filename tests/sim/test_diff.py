@@ -214,8 +214,9 @@ def test_missing_folder_is_exit_2_with_one_line(tmp_path, capsys):
 @pytest.mark.parametrize("content,says", [
     ("{not json", "cannot be read as JSON"),
     (json.dumps({"schema": "other"}), "is not an icl-verify results file"),
-    (json.dumps(doc([{"title": "no id"}])), "claim #1 in results.json has no id"),
-    (json.dumps(doc([{"id": "X", "tiers": [{"numbers": 3}]}])), "claim X has malformed tiers"),
+    (json.dumps(doc([{"title": "no id"}])), "results.json: claims[0]: the key 'id' is missing"),
+    (json.dumps(doc([{"id": "X", "verdict": "PASS", "tiers": [{"tier": "exact", "verdict": "PASS", "numbers": 3}]}])),
+     "results.json: claims[0] (X).tiers[0].numbers: expected a list, got the number 3"),
 ])
 def test_malformed_run_is_exit_2_with_one_line(tmp_path, capsys, content, says):
     ra = write(tmp_path, "a", pair()[0])

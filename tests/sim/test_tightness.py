@@ -235,3 +235,51 @@ def test_an_optimum_at_the_claimed_limit_is_tight_not_broken(tmp_path):
                          quantity=f"{sense} r", parameter="floor", claimed=1.0, name=f"at-{sense}", reading="how tight")
         assert res.verdict is Verdict.PASS and res.counterexample is None
         assert res.findings[0].verdict is Verdict.PASS
+
+
+# -- the certified bracket ---------------------------------------------------------------------------
+def _ctx_for_bracket(tmp_path):
+    from sim.claims.base import Claim, Context, Source
+
+    claim = Claim(id="T.B", title="t", source=Source("T", "test"), statement="s", assumptions=(), checks={},
+                  settings={})
+    return Context(claim=claim, profile="quick", seed=0, out_dir=tmp_path)
+
+
+def _table(values, sense="sup"):
+    from sim.tightness import Tightness
+
+    return [Tightness(value=v, sense=sense, witness={"x": v}, optimiser="test", starts=1, evaluations=1, seed=0,
+                      level={"floor": f}) for v, f in zip(values, (0.1, 0.01))]
+
+
+def test_a_certified_bracket_reports_both_ends_and_the_gap(tmp_path):
+    from sim.tightness import report_certified_bracket
+    from sim.verdict import Outcome, TierResult, Verdict
+
+    res = TierResult("certified", Verdict.PASS, Outcome.HELD, "s")
+    report_certified_bracket(_ctx_for_bracket(tmp_path), res, _table([0.8, 0.9]), [(0.79, 0.801), (0.88, 0.95)],
+                             quantity="sup f", parameter="floor", claimed=1.0, name="f", reading="certified f")
+    nums = {n.name: (n.value, n.kind) for n in res.numbers}
+    assert nums["certified tightness: sup f at floor 0.1: best optimised"] == (0.8, "property")
+    assert nums["certified tightness: sup f at floor 0.1: certified upper bound"] == (0.801, "certified")
+    assert nums["certified tightness: sup f at floor 0.01: gap"][0] == pytest.approx(0.05)
+    (finding,) = res.findings
+    assert finding.verdict is Verdict.PASS and "[0.8, 0.801] at floor 0.1 (gap 0.001)" in finding.detail
+    assert res.figures and (tmp_path / res.figures[0]).exists()
+
+
+def test_an_optimum_beyond_the_certified_bound_is_a_mismatch(tmp_path):
+    from sim.tightness import BRACKET_ROUNDOFF, BracketMismatch, report_certified_bracket
+    from sim.verdict import Outcome, TierResult, Verdict
+
+    res = TierResult("certified", Verdict.PASS, Outcome.HELD, "s")
+    kw = dict(quantity="sup f", parameter="floor", claimed=1.0, name="f", reading="r")
+    report_certified_bracket(_ctx_for_bracket(tmp_path), res, _table([0.8 + BRACKET_ROUNDOFF / 2, 0.9]),
+                             [(0.7, 0.8), (0.8, 0.9)], **kw)  # within round-off: fine
+    with pytest.raises(BracketMismatch, match="lies beyond the certified upper bound"):
+        report_certified_bracket(_ctx_for_bracket(tmp_path), res, _table([0.8 + 1e-6, 0.9]), [(0.7, 0.8), (0.8, 0.9)],
+                                 **kw)
+    with pytest.raises(BracketMismatch, match="certified lower bound"):
+        report_certified_bracket(_ctx_for_bracket(tmp_path), res, _table([0.5, 0.4], sense="inf"),
+                                 [(0.6, 0.7), (0.3, 0.5)], **kw)

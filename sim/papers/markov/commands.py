@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -148,6 +149,8 @@ def _run(args) -> int:
     executor = args.executor or ("dask" if args.address else "local" if device == "cpu" else "serial")
     if args.address and executor != "dask":
         raise UsageError("--address is for --executor dask")
+    if os.path.lexists(args.out) and not os.path.isdir(args.out):  # refused before the header, not half-way
+        raise UsageError(f"--out {args.out} is not a folder; nothing was written")
     print(f"icl-verify sweep: {len(params)} runs ({len(Ks)} K x {len(Ns)} N x {len(args.seeds)} seeds), "
           f"executor={executor}{' ' + args.address if args.address else ''}, out={args.out}", file=sys.stderr)
     say = None if args.no_progress else (lambda msg: print(msg, file=sys.stderr, flush=True))

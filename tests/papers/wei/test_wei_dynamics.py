@@ -13,7 +13,7 @@ from sim.verdict import FindingKind, Outcome, Verdict
 from theory import CausalTree, mutual_information, pairwise_joint, wei_chi2_signal, wei_gradient_at_zero
 
 SMALL = {"n_matrices": 2, "dims": (2, 3), "H": 5, "trees_per_matrix": 1, "max_examples": 15, "max_H": 5,
-         "max_d": 3, "mc_H": 5, "mc_samples": 3000}
+         "max_d": 3, "mc_H": 5, "mc_samples": 3000, "certified_domains": ((0.05, 3),)}
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from sim.priors import Point
 from sim.verdict import FindingKind, Verdict
 from theory import dobrushin, eta_chi2, mutual_information, pairwise_joint
 
-SMALL = dict(n_matrices=2, dims=(2, 3), H=6, max_d=3, max_H=6, max_examples=40)
+SMALL = dict(n_matrices=2, dims=(2, 3), H=6, max_d=3, max_H=6, max_examples=40, certified_floors=(0.05,),
+             bracket_floors=(0.05,))
 SWAP = Point([[0.0, 1.0], [1.0, 0.0]])  # gamma = 0: every token is a function of the root
 IDENTICAL_ROWS = Point([[0.3, 0.7], [0.3, 0.7]])  # I(x_h; x_pa) = 0
 

@@ -31,11 +31,12 @@ from sim.priors.facts import draws_of, symmetry, uniform_mean
 from sim.sampling import sample_n_prompts
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
-from sim.claims.base import (Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, per_case, property_tier,
-                    summarize_instances)
+from sim.claims.base import (Claim, Context, GraphInput, InstanceCheck, PrimaryReading, Source, certified_tier, per_case,
+                             property_tier, summarize_instances)
 from sim.claims.inputs import record_matrix
 from theory.markov import chain_structure_batch
 from sim.tightness import Polish, floored_rows, floored_rows_inverse, optimise, report_tightness, starts_by_dimension
+from sim.papers.nichani.certificates import gap_inequality
 from sim.papers.nichani.task import n_graph
 from sim.papers.nichani.claims.task_laws import A_APERIODIC, A_IRREDUCIBLE, replace_assumptions
 
@@ -1025,6 +1026,19 @@ def _k3_property(ctx: Context) -> TierResult:
     return res
 
 
+def _k3_certified(ctx: Context) -> TierResult:
+    """Knowl 3's gap bound at S = 2, certified for every pi with S min pi at or above each floor of
+    ``certified_floors``, every graph on ``certified_T`` positions, outside the stated neighbourhood
+    ``|lam| < certified_exclude`` of rank-one pi (sim.papers.nichani.certificates.gap_inequality)."""
+    s = ctx.settings
+    from fractions import Fraction
+
+    eps = Fraction(repr(s["certified_exclude"]))
+    return certified_tier(ctx, [gap_inequality(f, int(s["certified_T"]), ctx.params["gap_bound"], eps)
+                                for f in s["certified_floors"]],
+                          what="Knowl 3's gap bound gamma^3/(2S) at S = 2, pointwise in pi")
+
+
 N_K3 = Claim(
     id="N.K3",
     title="The first layer's gradient at init is a chi-square mutual information, largest at the parent",
@@ -1079,9 +1093,9 @@ N_K3 = Claim(
                "used, except that the lower bound also fails when the prior's own essential infimum of min pi is 0, "
                "and irreducibility / aperiodicity (N Knowl 2) are judged on every draw examined."),
     assumptions=ASSUMPTIONS,
-    checks={"exact": _k3_exact, "montecarlo": _k3_montecarlo, "property": _k3_property},
+    checks={"exact": _k3_exact, "montecarlo": _k3_montecarlo, "property": _k3_property, "certified": _k3_certified},
     settings={
-        "quick": {"tiers": ("exact", "montecarlo", "property"), "dims": (2, 3, 4), "T": 7,
+        "quick": {"tiers": ("exact", "montecarlo", "property", "certified"), "certified_floors": (0.01,), "certified_T": 7, "certified_exclude": 1e-9, "dims": (2, 3, 4), "T": 7,
                   "graphs": ("chain", "icl", "random"),
                   "prior_specs": ((0.5, 0.3, 2), (1.0, 0.05, 1), (50.0, 0.5, 1), (0.1, 0.2, 2)),
                   "mc_S": 3, "mc_prior": (0.5, 0.3, 2), "beta0": 1e-2, "mc_T": (8, 16, 32, 64),
@@ -1089,7 +1103,7 @@ N_K3 = Claim(
                   "max_d": 3, "max_T": 6, "max_examples": 80,
                   "tight_levels": (0.8, 0.4, 0.1), "tight_dims": (2,), "tight_T": (4,), "tight_starts": 2,
                   "tight_budget": 40, "polish_keep": 1, "polish_budget": 40},
-        "standard": {"tiers": ("exact", "montecarlo", "property"), "dims": (2, 3, 4), "T": 9,
+        "standard": {"tiers": ("exact", "montecarlo", "property", "certified"), "certified_floors": (0.01,), "certified_T": 9, "certified_exclude": 1e-9, "dims": (2, 3, 4), "T": 9,
                      "graphs": ("chain", "icl", "random"),
                      "prior_specs": ((0.5, 0.3, 2), (1.0, 0.05, 2), (50.0, 0.5, 1), (0.1, 0.2, 2), (5.0, 0.9, 1),
                                      (0.2, 0.02, 2)),
@@ -1098,7 +1112,7 @@ N_K3 = Claim(
                      "max_d": 4, "max_T": 7, "max_examples": 400,
                      "tight_levels": (0.9, 0.8, 0.6, 0.4, 0.2, 0.1), "tight_dims": (2, 3), "tight_T": (4, 5),
                      "tight_starts": 6, "tight_budget": 200, "polish_keep": 3, "polish_budget": 150},
-        "paper": {"tiers": ("exact", "montecarlo", "property"), "dims": (2, 3, 4, 5), "T": 10,
+        "paper": {"tiers": ("exact", "montecarlo", "property", "certified"), "certified_floors": (0.001,), "certified_T": 10, "certified_exclude": 1e-9, "dims": (2, 3, 4, 5), "T": 10,
                   "graphs": ("chain", "icl", "random"),
                   "prior_specs": ((0.5, 0.3, 2), (1.0, 0.05, 2), (50.0, 0.5, 2), (0.1, 0.2, 2), (5.0, 0.9, 1),
                                   (0.2, 0.02, 2)),

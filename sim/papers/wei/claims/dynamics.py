@@ -24,9 +24,10 @@ from sim.sampling import random_recursive_parents, sample_w_prompts
 from sim.tightness import report_tightness
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                         tier_verdict)
-from sim.claims.base import (Claim, Context, InstanceCheck, PrimaryReading, Source, matrices_strategy, per_case, property_tier,
-                    search_counterexample, summarize_instances)
+from sim.claims.base import (Claim, Context, InstanceCheck, PrimaryReading, Source, certified_tier, matrices_strategy,
+                             per_case, property_tier, search_counterexample, summarize_instances)
 from sim.claims.inputs import Instance, default_root, default_root_name, draw_matrices, record_matrix, w_instances
+from sim.papers.wei.certificates import gradient_inequalities
 from sim.papers.wei.extremes import RATIO_FLOOR, root_vector, tight_optima, w_polish
 
 __all__ = ["LOGITS_WITNESS", "UNIFORM_ROOT_WITNESS", "ROUNDOFF", "IDENTITY_TOL", "decide_gradient", "W_T3", "CLAIMS"]
@@ -599,6 +600,22 @@ def _w_t3_property(ctx: Context) -> TierResult:
     return res
 
 
+# ---------------------------------------------------------------------------- certified --
+def _w_t3_certified(ctx: Context) -> TierResult:
+    """W Theorem 3 (mixture reading, stationary root) certified at d = 2: for each ``(floor, h_max)`` of
+    the setting ``certified_domains``, every tree on 3 to ``h_max + 1`` nodes and ``h`` its last node
+    (sim.papers.wei.certificates.gradient_inequalities). The gradient is W's model's own, in exact
+    polynomial form (theory.intervals.wei_gradient_polynomials), not ``params["gradient"]``: the Monte
+    Carlo tier checks that function against autograd."""
+    p = ctx.params
+    ineqs = [q for floor, h_max in ctx.settings["certified_domains"]
+             for q in gradient_inequalities(floor, int(h_max), p["claimed_argmax"], float(p["sign"]), float(p["lead"]))]
+    res = certified_tier(ctx, ineqs, what="W Theorem 3 (mixture output, stationary root) at d = 2")
+    res.readings.append({"name": "mixture (decides)", "verdict": res.verdict.value,
+                         "detail": f"{len(ineqs)} certificates, one per class of trees with the same margin"})
+    return res
+
+
 W_T3 = Claim(
     id="W.T3",
     title="At W = 0 the gradient points at the true parent (and tracks chi-square MI)",
@@ -629,17 +646,21 @@ W_T3 = Claim(
                "re-checked every run, the property search, autograd); the stationary root is an unstated assumption "
                "(the uniform-root witness shows it is needed)."),
     assumptions=_ASSUMPTIONS,
-    checks={"exact": _w_t3_exact, "montecarlo": _w_t3_montecarlo, "property": _w_t3_property},
+    checks={"exact": _w_t3_exact, "montecarlo": _w_t3_montecarlo, "property": _w_t3_property,
+            "certified": _w_t3_certified},
     settings={
-        "quick": {"tiers": ("exact", "property", "montecarlo"), "n_matrices": 3, "dims": (2, 3), "H": 6,
+        "quick": {"tiers": ("exact", "property", "certified", "montecarlo"), "certified_domains": ((0.05, 4),),
+                  "certified_max_boxes": 40000, "n_matrices": 3, "dims": (2, 3), "H": 6,
                   "trees_per_matrix": 2, "roots": ("stationary",), "readings": ("mixture", "logits"),
                   "deciding_reading": "mixture", "max_d": 4, "max_H": 6, "max_enumeration": 5000,
                   "max_examples": 80, "mc_d": 3, "mc_H": 6, "mc_samples": 20000, **_TIGHT["quick"]},
-        "standard": {"tiers": ("exact", "property", "montecarlo"), "n_matrices": 8, "dims": (2, 3, 4), "H": 7,
+        "standard": {"tiers": ("exact", "property", "certified", "montecarlo"),
+                     "certified_domains": ((0.05, 4), (0.01, 4)), "certified_max_boxes": 100000, "n_matrices": 8, "dims": (2, 3, 4), "H": 7,
                      "trees_per_matrix": 3, "roots": ("stationary",), "readings": ("mixture", "logits"),
                      "deciding_reading": "mixture", "max_d": 4, "max_H": 7, "max_enumeration": 20000,
                      "max_examples": 400, "mc_d": 3, "mc_H": 7, "mc_samples": 100000, **_TIGHT["standard"]},
-        "paper": {"tiers": ("exact", "property", "montecarlo"), "n_matrices": 20, "dims": (2, 3, 4, 5), "H": 7,
+        "paper": {"tiers": ("exact", "property", "certified", "montecarlo"),
+                  "certified_domains": ((0.05, 4), (0.01, 4), (0.001, 3)), "certified_max_boxes": 200000, "n_matrices": 20, "dims": (2, 3, 4, 5), "H": 7,
                   "trees_per_matrix": 4, "roots": ("stationary",), "readings": ("mixture", "logits"),
                   "deciding_reading": "mixture", "max_d": 5, "max_H": 7, "max_enumeration": 100000,
                   "max_examples": 2000, "mc_d": 4, "mc_H": 7, "mc_samples": 400000, **_TIGHT["paper"]},

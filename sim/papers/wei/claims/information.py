@@ -11,12 +11,14 @@ from theory import (channel, dobrushin, eta_chi2, eta_kl, expected_loglik, margi
 from theory.information import KINDS
 
 from sim.verdict import Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, tier_verdict
-from sim.claims.base import (Claim, Context, InstanceCheck, PrimaryReading, Source, matrices_strategy, per_case, property_tier,
-                    summarize_instances)
+from sim.claims.base import (Claim, Context, InstanceCheck, PrimaryReading, Source, certified_tier, matrices_strategy,
+                             per_case, property_tier, summarize_instances)
 from sim.priors import Dirichlet, Sparse
 from sim.claims.inputs import default_root, record_matrix, w_instances
 from sim.papers.wei.extremes import RATIO_FLOOR, TIGHT_SETTINGS, root_vector, tight_optima, w_polish
-from sim.tightness import Tightness, floored_rows, floored_rows_inverse, optimise, report_tightness
+from sim.papers.wei.certificates import bracket_inequalities, loglik_inequality, sdpi_inequality
+from sim.tightness import (Tightness, floored_rows, floored_rows_inverse, optimise, report_certified_bracket,
+                           report_tightness)
 
 __all__ = ["ROUNDOFF", "W_L2", "W_L3", "W_L4", "CLAIMS"]
 
@@ -24,12 +26,27 @@ ROUNDOFF = 1e-12
 
 # Instances per profile, shared by W.L2-W.L4 (W.L2 adds its symbolic tier); tightness settings in
 # :data:`.extremes.TIGHT_SETTINGS`.
+# The certified tier of W.L3 and W.L4 (d = 2, sim.papers.wei.certificates): W's lemmas at each floor of
+# certified_floors on pi's entries, over every tree of certified_nodes nodes; W.L3 also certifies the upper
+# end of the contraction bracket at each floor of bracket_floors (eta_chi2 for every input law; eta_KL at the
+# floors of bracket_kl_floors, for input laws with entries >= bracket_input_floor); certified_max_boxes
+# boxes per certificate; W.L3's lemma certificates close their bracket on the supremum to certified_rel_gap.
+_CERTIFIED = {
+    "quick": dict(certified_floors=(0.05, 0.01, 0.001), certified_nodes=(3, 4), bracket_floors=(0.05, 0.01),
+                  bracket_kl_floors=(), bracket_input_floor=0.1, certified_max_boxes=40000, certified_rel_gap=1e-3),
+    "standard": dict(certified_floors=(0.05, 0.01, 0.001), certified_nodes=(3, 4), bracket_floors=(0.05, 0.01),
+                     bracket_kl_floors=(0.05,), bracket_input_floor=0.1, certified_max_boxes=200000,
+                     certified_rel_gap=1e-3),
+    "paper": dict(certified_floors=(0.05, 0.01, 0.001), certified_nodes=(3, 4, 5), bracket_floors=(0.05, 0.01, 0.001),
+                  bracket_kl_floors=(0.05,), bracket_input_floor=0.1, certified_max_boxes=400000,
+                  certified_rel_gap=1e-4),
+}
 _SIZES = {"quick": dict(n_matrices=4, dims=(2, 3, 5), H=7, max_d=4, max_H=7, max_examples=150, **TIGHT_SETTINGS["quick"]),
           "standard": dict(n_matrices=10, dims=(2, 3, 5, 8), H=9, max_d=5, max_H=8, max_examples=600,
                            **TIGHT_SETTINGS["standard"]),
           "paper": dict(n_matrices=20, dims=(2, 3, 5, 10), H=10, max_d=6, max_H=10, max_examples=2000,
                         **TIGHT_SETTINGS["paper"])}
-_SETTINGS = {p: {"tiers": ("exact", "property"), **v} for p, v in _SIZES.items()}
+_SETTINGS = {p: {"tiers": ("exact", "property", "certified"), **v, **_CERTIFIED[p]} for p, v in _SIZES.items()}
 
 
 def _pair_record(pi, tree, h, hp) -> dict:
@@ -440,7 +457,7 @@ def _report_bracket_tightness(ctx: Context, res: TierResult) -> None:
     for end, table, name in (("chi2", chi2, "eta_chi2(K,p)"), ("kl", _bracket_optima(ctx, "kl", chi2),
                                                                 "eta_KL(K,p) lower")):
         report_tightness(ctx, res, table, quantity=f"sup {name} / dobrushin(K)", parameter="min entry of K",
-                         claimed=1.0, name=f"bracket-{end}",
+                         claimed=float(ctx.params["bracket"]), name=f"bracket-{end}",
                          reading=f"tightness of the bracket's upper end: the supremum of {name} / dobrushin(K) over "
                                  "channels K and input laws p at each floor on K's entries (the bracket holds iff it "
                                  "is <= 1)" + ("; eta_KL has no closed form: its lower end, the best KL ratio found"
@@ -519,6 +536,36 @@ def _w_l3_property(ctx: Context) -> TierResult:
                          assumptions_of=assumptions_of, margin=margin, polish=w_polish(s["polish_floor"]))
 
 
+def _w_l3_certified(ctx: Context) -> TierResult:
+    """W Lemma 3 and the contraction bracket's upper end, certified at d = 2 (sim.papers.wei.certificates),
+    and the tightness table as a bracket: the supremum of ratio / bound found by optimisation at d = 2
+    (a lower end) beside the certified upper bound, with an independent check that the first is below the
+    second at every floor."""
+    import dataclasses
+
+    s, params = ctx.settings, ctx.params
+    lemma = [sdpi_inequality(f, s["certified_nodes"], params["bound"]) for f in s["certified_floors"]]
+    bracket = [q for f in s["bracket_floors"] for q in bracket_inequalities(
+        f, float(params["bracket"]), kl=f in s["bracket_kl_floors"], input_floor=s["bracket_input_floor"])]
+    res = certified_tier(ctx, lemma + bracket, what="W Lemma 3 and the contraction bracket's upper end at d = 2",
+                         tight=[q.name for q in lemma])
+    certs = {c["inequality"]: c for c in res.certificates}
+    if not lemma or ctx.prior is not None or any("bracket on the extreme" not in certs[q.name] for q in lemma):
+        return res
+    # the optimiser's best on the same domain: d = 2, the certified floors and trees (tight_optima's search)
+    at_d2 = dataclasses.replace(ctx, overrides={**ctx.overrides, "tight_levels": tuple(s["certified_floors"]),
+                                                "tight_dims": (2,), "tight_nodes": tuple(s["certified_nodes"])})
+    table = tight_optima(at_d2, _l3_ratio_to_bound(params), sense="sup", purpose="W.L3/certified",
+                         describe=_l3_witness(params))
+    report_certified_bracket(ctx, res, table, [tuple(certs[q.name]["bracket on the extreme"]) for q in lemma],
+                             quantity="sup I(x_h;x_h') / ((1 - delta*gamma) I(x_h;x_pa)), d = 2",
+                             parameter="min entry of pi", claimed=1.0, name="ratio-to-bound",
+                             reading="certified tightness of W Lemma 3 at d = 2: the supremum of ratio / bound at each "
+                                     "floor, bracketed by the best value an optimiser finds (below) and the certified "
+                                     "upper bound of the branch-and-bound (above)")
+    return res
+
+
 W_L3 = Claim(
     id="W.L3",
     title="Strong data processing: non-parents carry strictly less information",
@@ -544,9 +591,11 @@ W_L3 = Claim(
                "bracket, Dobrushin) of the channel x_pa(h) -> x_h'. Where gamma = 0 or delta = 0 the lemma gives only "
                "alpha <= 1; there the engine checks whether any strict contraction (ratio < 1) survives."),
     assumptions=_L3_ASSUMPTIONS,
-    checks={"exact": _w_l3_exact, "property": _w_l3_property},
+    checks={"exact": _w_l3_exact, "property": _w_l3_property, "certified": _w_l3_certified},
     settings=_SETTINGS,
-    params={"bound": lambda delta, gamma: 1.0 - delta * gamma},
+    # bound: W's alpha(delta, gamma); bracket: the constant c of the contraction bracket's upper end
+    # eta_chi2 <= eta_KL <= c * Dobrushin that W.L3 reports beside it (1 in the literature)
+    params={"bound": lambda delta, gamma: 1.0 - delta * gamma, "bracket": 1.0},
     prior_dependent=True,
 )
 
@@ -730,6 +779,15 @@ def _w_l4_property(ctx: Context) -> TierResult:
                          assumptions_of=assumptions_of, margin=margin, polish=w_polish(s["polish_floor"]))
 
 
+def _w_l4_certified(ctx: Context) -> TierResult:
+    """W Lemma 4's strict gap, certified at d = 2 on every tree of certified_nodes nodes and every floor of
+    certified_floors (sim.papers.wei.certificates.loglik_inequality)."""
+    s = ctx.settings
+    return certified_tier(ctx, [loglik_inequality(f, s["certified_nodes"], float(ctx.params["shift"]))
+                                for f in s["certified_floors"]],
+                          what="W Lemma 4's strict gap at d = 2")
+
+
 W_L4 = Claim(
     id="W.L4",
     title="The true parent has the largest expected log-likelihood",
@@ -752,7 +810,7 @@ W_L4 = Claim(
                "over the tree's joint law, stationary and uniform roots). Equality cases of the non-strict form "
                "are counted."),
     assumptions=_L4_ASSUMPTIONS,
-    checks={"exact": _w_l4_exact, "property": _w_l4_property},
+    checks={"exact": _w_l4_exact, "property": _w_l4_property, "certified": _w_l4_certified},
     settings=_SETTINGS,
     params={"shift": 0.0},
     prior_dependent=True,
