@@ -225,4 +225,5 @@ def test_an_unreachable_scheduler_is_a_usage_error_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
     assert code == EXIT_USAGE and last.startswith("icl-verify: error:") and address in last
+    assert "quick-seed0" not in err  # said before the header line
     assert not (tmp_path / "x").exists()

@@ -238,4 +238,4 @@ def test_a_claims_plan_lists_the_jobs_its_check_trains_first(claim_id, profile, 
 
 def test_every_trained_tier_of_the_homes_declares_its_jobs():
     missing = [c.id for c in registry.all_claims() if "trained" in c.checks and "trained" not in c.jobs]
-    assert not missing, missing
+    assert not missing, f"trained tiers without a job description (Claim.jobs; the plan says no estimate): {missing}"
