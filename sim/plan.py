@@ -124,13 +124,13 @@ class Calibration:
         return out
 
     def measure(self, costs: Sequence[Cost], progress: Callable[[str], None] = lambda m: None) -> None:
-        """Time every unit shape of ``costs`` not in the cache, and write the cache."""
+        """Time every unit shape of ``costs`` not in the cache, writing the cache after each (an
+        interrupted calibration keeps what it measured)."""
         todo = self.missing(costs)
         for k, (cost, (unit, shape, _)) in enumerate(todo):
             progress(f"calibrating {cost.family} {unit} {k + 1}/{len(todo)}: {dict(shape)}")
             self.entries[self.key(cost.family, unit, shape)] = self._time(cost.timer, unit, dict(shape))
             self.measured += 1
-        if todo:
             self.save()
 
     def save(self) -> None:
