@@ -70,7 +70,7 @@ class RunEnvironmentError(RunError):
 
 def environment_failure(exc: BaseException, where: str | os.PathLike | None = None) -> RunEnvironmentError | None:
     """``exc`` as a :class:`RunEnvironmentError` when it is one (or an ``OSError`` whose errno is in
-    :data:`ENVIRONMENT_ERRNOS`, naming its file, else ``where``), else None: a bug or a check's own error."""
+    ``ENVIRONMENT_ERRNOS``, naming its file, else ``where``), else None: a bug or a check's own error."""
     if isinstance(exc, RunEnvironmentError):
         return exc
     if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:

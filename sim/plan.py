@@ -134,6 +134,7 @@ class Calibration:
             self.save()
 
     def save(self) -> None:
+        """Write the measurements to the cache file (one that cannot be written is measured again next time)."""
         from sim.files import atomic_write_text
 
         try:

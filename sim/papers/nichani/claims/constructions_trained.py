@@ -66,7 +66,7 @@ def _k9_key(job) -> tuple:
 
 
 def k9_train_job(job) -> tuple:
-    """One 2-head model from plain arguments (:func:`_k9_job_args`): ``(model, log)``; module level, so a
+    """One 2-head model from plain arguments (``_k9_job_args``): ``(model, log)``; module level, so a
     worker process runs it."""
     task = MultiParentTask(int(job["S"]), tuple(tuple(p) for p in job["parent_sets"]), float(job["alpha"]))
     return train_disentangled(task, job["recipe"], seed=int(job["seed"]), heads=tuple(job["heads"]),
