@@ -350,7 +350,8 @@ def _w_p2_trained(ctx: Context) -> TierResult:
                                                                   for (i, L), (f, se) in sorted(closed.items()))
         + (f"; seeds {[seeds[i] for i in stuck]} left the decision" if stuck else "")))
     numbers.append(Number("training seconds (all models)", round(secs, 1), kind="trained",
-                          note=f"device {ctx.device}; process CPU seconds (training and evaluation) "
+                          note=f"device {ctx.device}; this process's CPU seconds (evaluation, and training where it "
+                               "ran here rather than in worker processes) "
                                f"{time.process_time() - c0:.1f}; recipe: {recipe.describe()}"))
     tol = s.get("trained_gap_tol", 0.02)
     last = gap_nums[Ls[-1]]
