@@ -218,11 +218,6 @@ def report_tightness(ctx, res, table: Sequence[Tightness], *, quantity: str, par
     verdict FAILs only if an optimum breaks the claim, which then also FAILs the tier with the
     witness as its counterexample) and a figure of the best value against the parameter.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from sim.verdict import Finding, FindingKind, Number, Outcome, Verdict
 
     if not table:
@@ -250,17 +245,7 @@ def report_tightness(ctx, res, table: Sequence[Tightness], *, quantity: str, par
         res.counterexample = {"found by": f"tightness optimisation ({worst.optimiser})", "level": worst.level,
                               quantity: worst.value, **worst.witness}
         res.verdict, res.conclusion = Verdict.FAIL, Outcome.VIOLATED
-    xs = [float(t.level[parameter]) for t in table]
-    fig, ax = plt.subplots(figsize=(4.6, 3.6))
-    ax.plot(xs, [t.value for t in table], "o-", label=table[0].label)
-    ax.axhline(claimed, color="k", ls="--", lw=1, label="claimed limit")
-    if all(x > 0 for x in xs) and max(xs) / min(xs) > 20:
-        ax.set_xscale("log")
-    ax.set_xlabel(parameter)
-    ax.set_ylabel(quantity)
-    ax.set_title(f"{ctx.claim.id}: tightness")
-    ax.legend(fontsize=7)
-    res.figures.append(ctx.save_figure(fig, f"tightness-{name}"))
+    res.figures.append(_tightness_figure(ctx, table, parameter, quantity, claimed, f"tightness-{name}"))
 
 
 class BracketMismatch(RuntimeError):
@@ -278,11 +263,6 @@ def report_certified_bracket(ctx, res, table: Sequence[Tightness], certified: Se
     An independent check: the optimiser's value must not exceed the certified upper bound (for a
     supremum; nor fall below the certified lower bound for an infimum) by more than
     :data:`BRACKET_ROUNDOFF`; if it does, :class:`BracketMismatch` is raised (the tier is an ERROR)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from sim.verdict import Finding, FindingKind, Number, Verdict
 
     if len(table) != len(certified) or not table:
@@ -315,15 +295,27 @@ def report_certified_bracket(ctx, res, table: Sequence[Tightness], certified: Se
            + ", ".join(_level_text(t.level) for t in broken)),
         numbers=tuple(Number(f"{quantity} at {_level_text(t.level)}: certified bound", b, kind="certified")
                       for t, b, _ in rows)))
-    xs = [float(t.level[parameter]) for t, _, _ in rows]
+    res.figures.append(_tightness_figure(ctx, table, parameter, quantity, claimed, f"certified-{name}",
+                                         certified=[b for _, b, _ in rows]))
+
+
+def _tightness_figure(ctx, table, parameter: str, quantity: str, claimed: float, name: str, *, certified=None):
+    """The optimised extreme per level against the claimed limit (and the certified bound, when given)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [float(t.level[parameter]) for t in table]
     fig, ax = plt.subplots(figsize=(4.6, 3.6))
-    ax.plot(xs, [t.value for t, _, _ in rows], "o-", label=table[0].label)
-    ax.plot(xs, [b for _, b, _ in rows], "v--", label="certified bound (branch-and-bound)")
-    ax.axhline(claimed, color="k", ls=":", lw=1, label="claimed limit")
+    ax.plot(xs, [t.value for t in table], "o-", label=table[0].label)
+    if certified is not None:
+        ax.plot(xs, certified, "v--", label="certified bound (branch-and-bound)")
+    ax.axhline(claimed, color="k", ls=":" if certified is not None else "--", lw=1, label="claimed limit")
     if all(x > 0 for x in xs) and max(xs) / min(xs) > 20:
         ax.set_xscale("log")
     ax.set_xlabel(parameter)
     ax.set_ylabel(quantity)
-    ax.set_title(f"{ctx.claim.id}: certified tightness")
+    ax.set_title(f"{ctx.claim.id}: {'certified tightness' if certified is not None else 'tightness'}")
     ax.legend(fontsize=7)
-    res.figures.append(ctx.save_figure(fig, f"certified-{name}"))
+    return ctx.save_figure(fig, name)
