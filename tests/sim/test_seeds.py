@@ -89,6 +89,8 @@ def _run_seeds(ctx, name, params, *rest, **kw):
 ENTRY_POINTS = {
     "W.E1": ("sim.papers.wei.training.run_jobs", _job_seeds),
     "W.E2": ("sim.papers.wei.claims.trained.run_jobs", _job_seeds),
+    "W.E3": ("sim.papers.wei.claims.architecture.run_jobs", _job_seeds),
+    "W.E4": ("sim.papers.wei.claims.architecture.run_jobs", _job_seeds),
     "W.P2": ("sim.train.make_generator", lambda seed, device: [seed]),
     "N.K1": ("sim.papers.nichani.claims.trained.train_reduced_many", lambda task, seeds, **kw: list(seeds)),
     "N.K4": ("sim.papers.nichani.claims.trained.train_reduced_many", lambda task, seeds, **kw: list(seeds)),
