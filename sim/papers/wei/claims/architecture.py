@@ -319,37 +319,43 @@ def _w_e3_figures(ctx: Context, per_K, full, runs, grid, seeds) -> list[str]:
         v = np.asarray(values, dtype=float)
         return v.mean(axis=0), (v.std(axis=0, ddof=1) / math.sqrt(len(v)) if len(v) > 1 else np.zeros(v.shape[1:]))
 
+    # Paired by seed: each seed's loss above its own BMA on all L examples (the seeds' pi differ, and with them
+    # every absolute loss; the differences are what the claim is about).
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     ax = axes[0]
-    bm, bse = mean_se([m["bma_first"] for m in any_m])
+    base = [m["bma_full"].mean() for m in any_m]
+    bm, bse = mean_se([np.asarray(m["bma_first"]) - b for m, b in zip(any_m, base)])
     Ks = np.arange(1, L + 1)
     ax.errorbar(Ks, bm, yerr=bse, fmt="s--", color="k", ms=3, capsize=2, label="BMA on K examples (± 1 s.e. over seeds)")
     xs = list(grid) + [L]
-    ym = [mean_se([[m["loss"].mean()] for m in per_K[K]]) for K in grid] + [mean_se([[m["loss_full"].mean()]
-                                                                                     for m in any_m])]
-    ax.errorbar(xs, [m[0] for m, _ in ym], yerr=[s[0] for _, s in ym], fmt="o", color="C0", ms=6, capsize=3,
+    ym = [mean_se([[m["loss"].mean() - b] for m, b in zip(per_K[K], base)]) for K in grid]
+    ym.append(mean_se([[m["loss_full"].mean() - b] for m, b in zip(any_m, base)]))
+    ax.errorbar(xs, [m[0] for m, _ in ym], yerr=[e[0] for _, e in ym], fmt="o", color="C0", ms=6, capsize=3,
                 label="trained model with K heads (± 1 s.e.)")
-    ax.axhline(np.mean([m["blind"].mean() for m in any_m]), color="gray", ls=":", label="structure-blind")
-    ax.set(xlabel="first-layer heads K (L = %d examples)" % L, ylabel="eval loss (nats, mean over seeds)",
+    ax.axhline(np.mean([m["blind"].mean() - b for m, b in zip(any_m, base)]), color="gray", ls=":",
+               label="structure-blind")
+    ax.set(xlabel=f"first-layer heads K (L = {L} examples)", ylabel="eval loss - BMA on all L (nats, mean over seeds)",
            title="loss against K, beside BMA on K examples")
     ax.legend(fontsize=7)
     ax = axes[1]
-    for c, K in enumerate(grid):
-        ex = [float(np.mean(m["loss"] - m["bma_K"])) for m in per_K[K]]
-        ax.errorbar([K], [np.mean(ex)], yerr=[np.std(ex, ddof=1) / math.sqrt(n) if n > 1 else 0], fmt="o", ms=6,
-                    capsize=3, color=f"C{c + 1}")
-    exL = [float(np.mean(m["loss_full"] - m["bma_full"])) for m in any_m]
-    ax.errorbar([L], [np.mean(exL)], yerr=[np.std(exL, ddof=1) / math.sqrt(n) if n > 1 else 0], fmt="o", ms=6,
-                capsize=3, color="C0")
+    for K, label in [(K, "K-head model") for K in grid] + [(L, "W.E1's K = L model")]:
+        ex = [float(np.mean(m["loss"] - m["bma_K"])) for m in per_K[K]] if K != L else \
+            [float(np.mean(m["loss_full"] - m["bma_full"])) for m in any_m]
+        ax.errorbar([K], [np.mean(ex)], yerr=[np.std(ex, ddof=1) / math.sqrt(n) if n > 1 else 0], fmt="o" if K != L
+                    else "D", ms=6, capsize=3, color="C0" if K != L else "C1", label=label if K in (grid[0], L) else None)
     ax.axhline(0, color="k", lw=0.6)
     ax.set(xlabel="K", ylabel="loss - BMA on the K copied examples (nats)", title="excess over BMA on K (± 1 s.e.)")
+    ax.legend(fontsize=7)
     fig.suptitle(f"W.E3: K heads against BMA on K examples (d={full[0].task.d}, L={L}, H={full[0].task.H}, {n} seeds)")
     out = [ctx.save_figure(fig, "loss-vs-K")]
 
-    fig, axes = plt.subplots(1, len(grid) + 1, figsize=(3.2 * (len(grid) + 1), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(grid) + 1, figsize=(3.4 * (len(grid) + 1), 3.8), squeeze=False,
+                             layout="constrained")
     for ax, (K, model) in zip(axes[0], [(K, runs[K][0].model) for K in grid] + [(L, full[0].model)]):
         im = ax.imshow(copier_report(model).mass.mean(axis=2), vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set(xlabel="context example l", ylabel="head k", title=f"K={K}: mass on x^l_h")
+        ax.set(xlabel="context example l", ylabel="head k", title=f"K={K}: mass on x^l_h (mean over h)",
+               xticks=range(L), yticks=range(K))
+        ax.tick_params(labelsize=7)
     fig.colorbar(im, ax=axes[0].tolist(), fraction=0.03)
     fig.suptitle(f"W.E3: which examples the heads copy (seed {seeds[0]})")
     out.append(ctx.save_figure(fig, "copied-examples", tight=False))
@@ -504,7 +510,7 @@ def _w_e4_figures(ctx: Context, runs, rpe, acc, positions) -> list[str]:
         post = bma_posterior_torch(tokens[:1, :run.task.L], torch.as_tensor(np.log(run.task.pi)))[0].cpu().numpy()
     tree = tree_pattern(parents[0].cpu().numpy())
     hh, pp = np.nonzero(tree)
-    fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), gridspec_kw={"width_ratios": [2.2, 1, 1, 1]})
+    fig, axes = plt.subplots(2, 4, figsize=(17, 8), gridspec_kw={"width_ratios": [2.2, 1, 1, 1]}, layout="constrained")
     for row, (label, r, attn) in enumerate(((f"{positions} positions", run, acc[0]["attn0"]),
                                             ("RPE (W.E1's run)", rpe[0], acc[0]["attn0_rpe"]))):
         rep = copier_report(r.model)
@@ -513,11 +519,13 @@ def _w_e4_figures(ctx: Context, runs, rpe, acc, positions) -> list[str]:
         axes[row, 0].set(xlabel="context key n = l*H + h_j", ylabel="target position h",
                          title=f"{label}: layer 1, head {k0} (copies example {int(rep.example[k0])})")
         im = axes[row, 1].imshow(rep.mass.mean(axis=2), vmin=0, vmax=1, cmap="viridis")
-        axes[row, 1].set(xlabel="context example l", ylabel="head k", title="mass on x^l_h (mean over h)")
+        axes[row, 1].set(xlabel="context example l", ylabel="head k", title="mass on x^l_h (mean over h)",
+                         xticks=range(r.task.L), yticks=range(r.model.K))
+        axes[row, 1].tick_params(labelsize=7)
         axes[row, 2].imshow(attn, vmin=0, vmax=1, cmap="magma")
         axes[row, 2].set(xlabel="candidate parent h'", ylabel="target position h", title="layer-2 attention")
         axes[row, 2].scatter(pp, hh, s=30, facecolors="none", edgecolors="cyan", linewidths=1.0)
-    fig.colorbar(im, ax=axes[:, :2].ravel().tolist(), fraction=0.02)
+    fig.colorbar(im, ax=axes[:, 1].tolist(), fraction=0.05, label="attention")
     axes[0, 3].imshow(post, vmin=0, vmax=1, cmap="magma")
     axes[0, 3].scatter(pp, hh, s=30, facecolors="none", edgecolors="cyan", linewidths=1.0)
     axes[0, 3].set(xlabel="candidate parent h'", ylabel="target position h", title="BMA posterior; o = true parent")
