@@ -516,7 +516,8 @@ def _w_e4_figures(ctx: Context, runs, rpe, acc, positions) -> list[str]:
         rep = copier_report(r.model)
         k0 = 0
         im = axes[row, 0].imshow(layer1_attention(r.model)[k0], vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        axes[row, 0].set(xlabel="context key n = l*H + h_j", ylabel="target position h",
+        # The key axis is named once, under the lower map: above, its label ran into the title below.
+        axes[row, 0].set(xlabel="context key n = l*H + h_j" if row else "", ylabel="target position h",
                          title=f"{label}: layer 1, head {k0} (copies example {int(rep.example[k0])})")
         im = axes[row, 1].imshow(rep.mass.mean(axis=2), vmin=0, vmax=1, cmap="viridis")
         axes[row, 1].set(xlabel="context example l", ylabel="head k", title="mass on x^l_h (mean over h)",
