@@ -93,6 +93,8 @@ def _run_seeds(ctx, name, params, *rest, **kw):
 ENTRY_POINTS = {
     "W.E1": ("sim.papers.wei.training.run_jobs", _job_seeds),
     "W.E2": ("sim.papers.wei.claims.trained.run_jobs", _job_seeds),
+    "W.E3": ("sim.papers.wei.claims.architecture.run_jobs", _job_seeds),
+    "W.E4": ("sim.papers.wei.claims.architecture.run_jobs", _job_seeds),
     "W.P2": ("sim.papers.wei.claims.continuous_trained.run_jobs", _job_kw_seeds),
     "N.K1": ("sim.papers.nichani.claims.trained.run_jobs", lambda ctx, **kw: [j["seed"] for j in kw["jobs"]]),
     "N.K4": ("sim.papers.nichani.claims.trained.run_jobs", lambda ctx, **kw: [j["seed"] for j in kw["jobs"]]),

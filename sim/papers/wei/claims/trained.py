@@ -58,18 +58,22 @@ def _w_e1_trained(ctx: Context) -> TierResult:
 
 
 def _control_model(kind: str, run: WRun):
-    """The control ``kind`` of :data:`E1_CONTROLS` for the seed of ``run`` (same pi, L, H, init seed)."""
+    """The control ``kind`` of :data:`E1_CONTROLS` for the seed of ``run`` (same pi, L, H, init seed), with
+    layer 1's positions as the run's model has them (W's RPE, or absolute for W.E4: the construction's
+    scores then written in absolute positions, :meth:`~sim.papers.wei.model.WeiAbsolute.from_relative`)."""
     import dataclasses
 
     import torch
 
-    from sim.papers.wei.model import wei_construction
+    from sim.papers.wei.model import WeiAbsolute, wei_construction
     from sim.train import make_generator
 
     task, dev = run.task, str(run.model.W_OV.device)
+    absolute = isinstance(run.model, WeiAbsolute)
     if kind in ("untrained", "iid-start"):
         recipe = run.recipe if kind == "untrained" else dataclasses.replace(run.recipe, wL_init="iid")
-        return init_wei_model(task.d, task.L, task.H, recipe, generator=make_generator(run.seeds["init"], dev))
+        return init_wei_model(task.d, task.L, task.H, recipe, generator=make_generator(run.seeds["init"], dev),
+                              K=run.model.K, positions="absolute" if absolute else "relative")
     model = wei_construction(task.pi, task.L, task.H, CONTROL_BETA, device=dev)
     with torch.no_grad():
         if kind == "reversed edges":
@@ -78,7 +82,7 @@ def _control_model(kind: str, run: WRun):
             model.W_KQ.zero_()
         else:
             raise ValueError(f"unknown W.E1 control {kind!r}")
-    return model
+    return WeiAbsolute.from_relative(model) if absolute else model
 
 
 def _init_block_ratio(run: WRun) -> float:
@@ -104,7 +108,7 @@ def _measure(run: WRun, model=None) -> dict:
     return e
 
 
-def decide_w_e1(mech: list[dict], col: list[dict], mseeds, cseeds, p, z: float,
+def decide_w_e1(mech: list[dict], col: list[dict] | None, mseeds, cseeds, p, z: float,
                 coverage: list[int] | None, L: int):
     """W.E1's deciding check on the measurements of one model per seed (trained or control).
 
@@ -114,7 +118,8 @@ def decide_w_e1(mech: list[dict], col: list[dict], mseeds, cseeds, p, z: float,
 
     - copier: every head's mass on its example's same-position token, at the worst query
       position, > 1/2 (:data:`COPIER_MAJORITY`);
-    - column: ``(1/d)||σ_col(W_tf) - σ_col(log pi)||_1 < col_threshold`` (W's 0.05), W's column setting;
+    - column: ``(1/d)||σ_col(W_tf) - σ_col(log pi)||_1 < col_threshold`` (W's 0.05), W's column setting
+      (not decided when ``col`` is None: W.E4 reads the attention pattern, not W_tf);
     - layer-2 attention ≈ BMA, σ(W_OV) ≈ pi, block-diagonal W_KQ, loss near BMA
       (:data:`LAYER2_CRITERIA`): each distance to W's mechanism (0 there) is compared with the same
       distance of the wrong mechanism on the same seed (structure-blind attention and loss; uniform
@@ -139,10 +144,11 @@ def decide_w_e1(mech: list[dict], col: list[dict], mseeds, cseeds, p, z: float,
         "copier": seed_number("copier score: min over heads and query positions of the mass on its example's "
                               "same-position token", [e["copier"].min_score for e in mech], mseeds,
                               tolerance=COPIER_MAJORITY),
-        "column": seed_number("column-softmax error (1/d)||σ_col(W_tf) - σ_col(log pi)||_1 (W_tf = mean diagonal "
-                              "block)", [e["col_error"] for e in col], cseeds, tolerance=p["col_threshold"],
-                              note="W reports 0.0278"),
     }
+    if col is not None:
+        nums["column"] = seed_number("column-softmax error (1/d)||σ_col(W_tf) - σ_col(log pi)||_1 (W_tf = mean "
+                                     "diagonal block)", [e["col_error"] for e in col], cseeds,
+                                     tolerance=p["col_threshold"], note="W reports 0.0278")
     if len(fm) >= 2:
         nums.update({
             "layer-2 attention ≈ BMA": seed_number(
@@ -191,21 +197,23 @@ def _decided_line(outs, details) -> str:
     return "held: " + "; ".join(details.values())
 
 
-def _e1_controls(ctx: Context, mech: list[WRun], col: list[WRun], mseeds, cseeds, coverage_decided: bool):
-    """Every control of :data:`E1_CONTROLS` through :func:`decide_w_e1` (same seeds, pis and prompts)."""
+def _e1_controls(ctx: Context, mech: list[WRun], col: list[WRun], mseeds, cseeds, coverage_decided: bool, *,
+                 column: bool = True, claim: str = "W.E1"):
+    """Every control of :data:`E1_CONTROLS` through :func:`decide_w_e1` (same seeds, pis and prompts), built with
+    the positions of the runs' models; without ``column`` the column criterion is not decided (W.E4)."""
     if any(np.any(r.task.pi <= 0) for r in mech + col):
         return []  # W's construction needs log pi; the assumption "pi > 0" already fails
 
     def measured(kind, r):
         # the looks of a sequential decision share their seeds: measure each seed's control once
-        key = ("W.E1 control", kind, tuple(sorted(r.seeds.items())), r.task.L, r.task.H, r.task.pi.tobytes(),
-               r.recipe, r.eval["n_eval"], r.eval["eval_seed"], ctx.device)
+        key = (f"{claim} control", kind, type(r.model).__name__, tuple(sorted(r.seeds.items())), r.task.L, r.task.H,
+               r.task.pi.tobytes(), r.recipe, r.eval["n_eval"], r.eval["eval_seed"], ctx.device)
         return ctx.memo(key, lambda: _measure(r, _control_model(kind, r)))
 
     controls = []
     for kind, name, why in E1_CONTROLS:
         cm = [measured(kind, r) for r in mech]
-        cc = [measured(kind, r) for r in col] if col else cm
+        cc = ([measured(kind, r) for r in col] if col else cm) if column else None
         covered = [e["copier"].n_covered for e in cm]
         outs, nums, details = decide_w_e1(cm, cc, mseeds, cseeds, ctx.params, ctx.z,
                                           covered if coverage_decided else None, mech[0].task.L)
@@ -287,7 +295,7 @@ def _w_e1(ctx: Context) -> TierResult:
     s, p = ctx.settings, ctx.params
     t0 = time.perf_counter()
     parts = _w_e1_parts(ctx)
-    mech = train_seeds(ctx, "mechanism", *parts["mechanism"])
+    mech = train_seeds(ctx, "mechanism", *parts["mechanism"], share=True)  # W.E3 and W.E4 read them too
     col = train_seeds(ctx, "column", *parts["column"]) if "column" in parts else []
     iid = train_seeds(ctx, "iid-start", *parts["iid-start"]) if "iid-start" in parts else []
     kind = s.get("task", "w")
