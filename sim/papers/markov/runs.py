@@ -1,6 +1,6 @@
-"""Shared machinery of the trained Markov-chain claims (G.1, G.2, E.1): turning a profile's
-settings into sweep runs, reading a run's nearest strategy with its paired error bar, and
-the figures."""
+"""Shared machinery of the trained Markov-chain claims (G.1, G.2, G.6-G.8, E.1): turning a profile's
+settings into sweep runs, the SA-transformer runs G.2 and G.7 share, reading a run's nearest strategy
+with its paired error bar, and the figures."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,6 +13,7 @@ import numpy as np
 from sim.papers.markov.task import (MarkovRunSpec, audit_strategies, evaluation_sets, predict, run_chains,
                           score_predictions)
 from sim.papers.markov.placement import placement, separations
+from sim.seeds import derive_seed
 from sim.sweep import run_sweep
 
 #: Phases a trained model is placed in: the four strategies of G, plus "uniform" for a model
@@ -50,6 +51,45 @@ def sweep_records(ctx, name: str, params_list: Sequence[Mapping[str, Any]]) -> l
         raise RuntimeError(f"{len(res.failed)} of {len(res.ids)} training runs failed ({reasons}); "
                            f"rerun the claim to resume (finished runs in {out} are kept)")
     return [res.records[i]["result"] for i in res.ids]
+
+
+#: The key the SA-transformer runs' seeds are derived under (with the master seed), in place of a
+#: claim id: G.2 trains them and G.7 reads the same runs (:func:`sa_runs`).
+SA_SEED_KEY = "sa-transformer runs"
+
+
+def sa_seed(ctx, purpose: str) -> int:
+    """A seed of the shared SA-transformer runs: from the master seed and :data:`SA_SEED_KEY`, the same
+    for every claim that asks (G.2 and G.7), so a claim evaluated after G.2 in the same process finds
+    G.2's runs in :func:`sim.papers.markov.sa_transformer.train_tau`'s cache."""
+    return derive_seed(ctx.seed, SA_SEED_KEY, purpose)
+
+
+def sa_runs(ctx, s: Mapping[str, Any], *, variant: str, layer1: str, loss: str, Ns: Sequence[int], n_seeds: int,
+            batch: int, task: str = "markov", max_steps: int | None = None) -> dict[str, Any]:
+    """Train the SA-transformer at every N of ``Ns`` (seeds batched; :func:`sim.papers.markov.sa_transformer.train_tau`,
+    which keeps every record for reuse in this process) and collect ``tau_2Gen``.
+
+    Returns ``points`` ``[(N, init seed, tau)]`` of the runs that crossed from G1 to G2, ``missing``
+    ``[(N, init seed)]`` of those that did not, the ``records`` per N, the ``seeds`` and the
+    training ``seconds``. ``s`` holds the profile's ``sa_*`` settings; ``variant`` names the runs'
+    data and evaluation seeds (``sa`` for the decisive runs)."""
+    from sim.papers.markov.sa_transformer import train_tau
+
+    seeds = [sa_seed(ctx, f"sa-init-{i}") for i in range(int(n_seeds))]
+    pts, missing, recs = [], [], []
+    for N in Ns:
+        ctx.progress(f"SA-transformer ({variant}) N={N}")
+        rec = train_tau(N=int(N), seeds=seeds, C=s["C"], alpha=s["alpha"], layer1=layer1, loss=loss,
+                        lr=s["sa_lr"], batch=int(batch), max_steps=int(max_steps or s["sa_max_steps"]),
+                        eval_every=s["sa_eval_every"], n_eval=s["sa_n_eval"], init_std=s["sa_init_std"],
+                        patience=s["sa_patience"], data_seed=sa_seed(ctx, f"sa-data-{variant}-N{N}"),
+                        eval_seed=sa_seed(ctx, f"sa-eval-{variant}-N{N}"), prior=ctx.prior, task=task)
+        recs.append(rec)
+        for sd, t in zip(seeds, rec["tau"]):
+            (missing.append((N, sd)) if t is None or t <= 0 else pts.append((N, sd, t)))
+    return {"points": pts, "missing": missing, "records": recs, "seeds": seeds,
+            "seconds": sum(r["seconds"] for r in recs)}
 
 
 def check_labels(labels: Mapping[str, str]) -> None:
