@@ -445,10 +445,10 @@ _MINIMAL = dict(C=10, alpha=0.1, N=64, encoder_width=64, lr=3e-3, batch=32, n_ev
 # the arms: a small circuit, the same with 8 times the task vector, the same with 4 times the decoder;
 # K2* of the small one near 32 within 4000 steps (measured here), so the grid runs from 8 to 64
 _ARMS = ({"d_phi": 2, "decoder_width": 64}, {"d_phi": 16, "decoder_width": 64}, {"d_phi": 2, "decoder_width": 256})
-_G6_STANDARD = {"tiers": ("trained",), **_MINIMAL, "seeds": 3, "steps": 4000, "eval_every": 25, "bootstrap": 300,
-                "K_grid": (12, 16, 20, 24, 28, 32, 48, 64), "arms": _ARMS,
+_G6_STANDARD = {"tiers": ("trained",), **_MINIMAL, "seeds": 2, "steps": 4000, "eval_every": 50, "bootstrap": 300,
+                "K_grid": (12, 16, 24, 32, 48, 64), "arms": _ARMS,
                 "growth_pairs": ((0, 1, "D_phi"), (0, 2, "the decoder's width")), "delay_arm": 0}
-_G8_STANDARD = {"tiers": ("trained",), **_MINIMAL, "train_K": "inf", "seeds": 3, "steps": 3000, "eval_every": 250,
+_G8_STANDARD = {"tiers": ("trained",), **_MINIMAL, "train_K": "inf", "seeds": 2, "steps": 3000, "eval_every": 250,
                 "n_eval": 256, "large": {"d_phi": 128, "decoder_width": 256}, "small": {"d_phi": 4, "decoder_width": 32}}
 _NOT_IN_QUICK = ("decided by the standard profile: the minimal model's runs near K2* (and, for G.8, the large task "
                  "vector's) do not fit in quick's minutes")
@@ -483,7 +483,7 @@ G_6 = Claim(
     settings={
         "quick": {**_G6_STANDARD, "tiers": ()},
         "standard": _G6_STANDARD,
-        "paper": {**_G6_STANDARD, "seeds": 8, "steps": 20000, "bootstrap": 500,
+        "paper": {**_G6_STANDARD, "seeds": 8, "steps": 20000, "eval_every": 25, "bootstrap": 500,
                   "K_grid": (8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 96, 128)},
     },
     decided_by="standard",
