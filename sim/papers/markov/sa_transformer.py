@@ -1,6 +1,6 @@
 """G's symmetric-constrained attention-only transformer (SA-transformer), the minimal model on
 which seed 004 (Gibson, Cui & Reddy, §C) derives the G1 -> G2 transition time
-``tau_2Gen ~ N / log N`` (claim G.2).
+``tau_2Gen ~ N / log N`` (claim G.2) and the flow along ``beta > 0, delta > 0`` (claim G.7).
 
 The seed names the model and the two statistical biases that drive the transition: a
 *previous-state attention bias* ``delta`` ("由于马尔可夫链的混合特性，前一个状态与当前状态存在微弱
@@ -71,7 +71,19 @@ Training (:func:`train_tau`; the settings the seed leaves open, chosen here)
 - ``tau_2Gen``: on ``n_eval`` fixed fresh sequences, at the last position, the step at
   which ``KL(G2 || model)`` falls below ``KL(G1 || model)`` for good (linear interpolation
   between evaluations, :func:`sim.papers.markov.task.crossing_step`); G1 and G2 the add-alpha
-  in-context unigram and bigram of :mod:`sim.papers.markov.task`.
+  in-context unigram and bigram of :mod:`sim.papers.markov.task`. Each evaluation also records
+  the scalars ``delta, beta, v`` and the last position's loss (G.7 reads the trajectory), and a
+  finished record is kept in a per-process cache, so G.7, evaluated after G.2, reads G.2's runs.
+
+The loss near the unigram solution (claim G.7)
+----------------------------------------------
+At ``beta = 0`` layer 2 pools uniformly and the model predicts ``softmax(v p_bar)`` whatever
+``delta`` is (:func:`unigram_solution` finds the best ``v*``). Around ``(beta, delta, v) = (0, 0, v*)``
+the expected last-position loss expands as ``L = L_1Gen - c_beta beta - c_delta delta -
+c_beta_delta beta delta + ...``; :func:`unigram_expansion` returns each coefficient's per-sequence
+derivative (autograd, the mixed one by double backward), whose mean over fresh sequences estimates
+it. ``c_delta = 0`` exactly here: delta enters only through beta's scores. :func:`loss_surface`
+evaluates ``L(beta, delta)`` on a grid (G.7's landscape).
 
 Written for this project from the seed's description; no code was copied.
 """

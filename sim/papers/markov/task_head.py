@@ -197,7 +197,10 @@ def train_task_heads(config: TaskHeadConfig, runs, *, N: int, C: int = 10, alpha
     KL to every strategy on its own sets (``id`` from its training chains, ``ood`` from fresh ones).
     ``stop_when_placed``: training ends once every model has been placed at that strategy on
     ``stop_set`` (:func:`~sim.papers.markov.placement.absolute_placement` at margin ``stop_margin_z``) for
-    ``stop_patience`` evaluations in a row.
+    ``stop_patience`` evaluations in a row. Besides the evaluations, each record holds the
+    ``separations`` of the strategies on its sets (the placement's radii) and, at the end, the
+    per-sequence cross-entropies of the model (``final_nll``) and of every strategy
+    (``strategy_nll``) on each set, for paired comparisons.
     """
     import time
 

@@ -91,7 +91,7 @@ def _crossing(rec, lead: np.ndarray, i: int) -> float:
 def entry_step(rec: Mapping[str, Any], phase: str, which: str) -> float | None:
     """The step at which a run entered ``phase`` for good on set ``which``: where ``phase`` became the
     nearest strategy (KL to the model) for the final streak of evaluations, interpolated between the
-    evaluations around it (:func:`_crossing`); ``None`` if it is not the nearest at the last evaluation."""
+    evaluations around it; ``None`` if it is not the nearest at the last evaluation."""
     lead = _lead(rec, phase, which)
     if not len(lead) or lead[-1] <= 0:
         return None

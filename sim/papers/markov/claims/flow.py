@@ -229,7 +229,7 @@ def _check_g7(ctx) -> TierResult:
 
 def _controls(ctx, s, expansion, records, z, signs) -> tuple[list[Control], list[dict[str, Any]]]:
     """The shuffled-sequence model (coefficients and training on shuffled sequences) and the reversed
-    trajectories, each through :func:`_decide`."""
+    trajectories, each through the deciding readings."""
     N = int(s["control_N"])
     taus = [t for rec in records if rec["settings"]["N"] == N for t in rec["tau"] if t is not None]
     steps = int(math.ceil(s["control_budget"] * max(taus))) if taus else int(s["sa_max_steps"])
