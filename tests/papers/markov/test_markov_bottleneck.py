@@ -15,7 +15,7 @@ import pytest
 
 from sim.papers.markov import task_head as th
 from sim.papers.markov.claims.bottleneck import (G_6, G_8, decide_growth, delay_of, entry_step, first_step, fit_delays,
-                                                 judge_exponent, wrong_gamma_delays)
+                                                 judge_at, judge_exponent, wrong_gamma_delays)
 from sim.verdict import Outcome, Verdict
 
 from ..conftest import tier
@@ -183,3 +183,15 @@ def test_g8_fails_when_the_large_circuit_stays_at_g1_and_a_wrong_target_fails(ru
     assert run_claim(G_8.variant(reaches="G1"), tiers=("trained",), seeds=2).verdict is Verdict.FAIL
     res = run_claim(G_8, tiers=("trained",), seeds=2, large={"d_phi": 16, "decoder_width": 64})
     assert res.verdict is Verdict.ASSUMPTION_UNMET  # a task vector too small to hold the counts
+
+
+def test_a_model_between_two_other_strategies_is_not_at_g2():
+    """G.8's small circuit sits near uniform and G1 (which one, within the error): it is not at G2, which
+    trails both by far, so the check FAILs it rather than leaving it open as G.1's reading would."""
+    rec = placed_record(["uniform"], sets=("ood",), strategies=FRESH)
+    rec["eval"]["ood"]["G1"] = [0.05 + 0.005]  # the runner-up within its paired error (0.01)
+    out, pl = judge_at(rec, "G2", "ood", 3.0)
+    assert pl["phase"] == "uniform" and out is Outcome.VIOLATED
+    rec["eval"]["ood"]["G2"] = [0.05 + 0.02]  # G2 only 2 paired s.e. behind: open
+    assert judge_at(rec, "G2", "ood", 3.0)[0] is Outcome.UNDECIDED
+    assert judge_at(placed_record(["G2"], sets=("ood",), strategies=FRESH), "G2", "ood", 3.0)[0] is Outcome.HELD

@@ -28,8 +28,8 @@ from sim.priors import Dirichlet
 from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, \
     tier_verdict
 
-__all__ = ["G_6", "G_8", "CLAIMS", "entry_step", "first_step", "delay_of", "decide_growth", "judge_exponent", "fit_delays", "wrong_gamma_delays",
-           "decide_generalisation"]
+__all__ = ["G_6", "G_8", "CLAIMS", "entry_step", "first_step", "delay_of", "decide_growth", "judge_exponent",
+           "fit_delays", "wrong_gamma_delays", "judge_at", "decide_generalisation"]
 
 _VERDICT_OF = {Outcome.HELD: Verdict.PASS, Outcome.VIOLATED: Verdict.FAIL, Outcome.UNDECIDED: Verdict.INCONCLUSIVE}
 MEMORY = ("uniform", "G1", "G2", "M1", "M2")  # the phases a model trained on K chains is placed among
@@ -330,15 +330,30 @@ def _g6_figure(ctx, s, arms, Ks, grid, entries, pts, fit, d_arm) -> str:
 
 
 # ------------------------------------------------------------------------------- G.8 ---
+def judge_at(rec: Mapping[str, Any], target: str, which: str, z: float, index: int = -1) -> tuple[Outcome, dict]:
+    """Whether a run is placed at ``target`` on set ``which``. Nearest at ``target``: G.1's reading
+    (:func:`~sim.papers.markov.placement.judge_end`: within the none-of-the-above radius and ahead of the
+    runner-up, beyond the error). Nearest elsewhere: VIOLATED when ``target`` trails the nearest
+    strategy by more than ``z`` paired standard errors (whichever of the others the model is at, it is
+    not at ``target``), UNDECIDED otherwise."""
+    pl = absolute_placement(rec, which, rec["separations"], index=index, z=z)
+    if pl["phase"] == target:
+        return judge_end(pl, (target,), z), pl
+    order = rec["pair_order"]
+    se = float(rec["eval"][which]["pair_se"][index][order.index(target)][order.index(pl["phase"])])
+    behind = pl["kl"][target] - pl["kl"][pl["phase"]]
+    return (Outcome.VIOLATED if compare(behind, 0.0, stderr=se, z=z) is Outcome.HELD else Outcome.UNDECIDED), pl
+
+
 def decide_generalisation(recs: Sequence[Mapping[str, Any]], z: float, index: int = -1, target: str = "G2"
                           ) -> tuple[Outcome, str, list[dict[str, Any]]]:
-    """Every run placed at ``target`` (G2) on held-out chains (the ``ood`` set) at evaluation ``index``, by
-    G.1's absolute placement (:func:`~sim.papers.markov.placement.judge_end`): HELD when every run is,
-    VIOLATED when one is placed elsewhere or nowhere beyond the error, UNDECIDED otherwise."""
+    """Every run placed at ``target`` (G2) on held-out chains (the ``ood`` set) at evaluation ``index``
+    (:func:`judge_at`): HELD when every run is, VIOLATED when one is not beyond the error (placed nowhere,
+    or ``target`` trailing the nearest strategy), UNDECIDED otherwise."""
     rows = []
     for rec in recs:
-        pl = absolute_placement(rec, "ood", rec["separations"], index=index, z=z)
-        rows.append({**pl, "outcome": judge_end(pl, (target,), z)})
+        out, pl = judge_at(rec, target, "ood", z, index)
+        rows.append({**pl, "outcome": out})
     line = ", ".join(("none" if r["close"] is Outcome.VIOLATED else r["phase"]) + f" {r['d']:.3f}/{r['radius']:.3f}"
                      for r in rows) + " (nearest on held-out chains, KL/radius)"
     return _worst([r["outcome"] for r in rows]), line, rows
@@ -518,7 +533,8 @@ G_8 = Claim(
         "Dirichlet(0.1) rows, N = 64), each seed's model is placed among uniform, G1 and G2 on held-out chains "
         "(drawn from their own stream, never trained on) by G.1's absolute placement: nearest G2 with margin z and "
         "within half G2's distance to any other strategy. HELD when every seed is placed at G2, VIOLATED when one "
-        "is placed elsewhere or nowhere beyond the error. Negative controls through the same check, each must "
+        "is placed nowhere or G2 trails its nearest strategy by more than z paired standard errors (whichever "
+        "other strategy that is). Negative controls through the same check, each must "
         "FAIL: the same circuit at small capacity (D_phi and decoder small) trained the same way, and the untrained "
         "model. Reported: the held-out loss minus G2's with its paired error, and the fraction of G1's excess "
         "closed; the stricter reading (the loss equal to G2's within the error) is a finding."),
