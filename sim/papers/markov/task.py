@@ -398,6 +398,10 @@ class MarkovRunSpec:
     # reading the run's last evaluation finds the judgement that stopped it
     stop_when_placed: tuple = ()
     stop_set: str | None = None
+    # more placement rules ``((set, (strategies...)), ...)``: the run stops once any rule (this or
+    # the one above) holds at ``stop_patience`` evaluations in a row (G.5: memorised in
+    # distribution or generalised out of distribution, whichever comes first)
+    stop_rules: tuple = ()
     threads: int | None = None  # torch threads inside the run (sweeps set 1)
     # interventions (G.5; the identity at their defaults)
     lr_factors: tuple = ()
@@ -408,6 +412,7 @@ class MarkovRunSpec:
         object.__setattr__(self, "lr_factors", tuple((str(p), float(f)) for p, f in self.lr_factors))
         object.__setattr__(self, "strategies", tuple(self.strategies))
         object.__setattr__(self, "stop_when_placed", tuple(self.stop_when_placed))
+        object.__setattr__(self, "stop_rules", tuple((str(w), tuple(ph)) for w, ph in self.stop_rules))
         if self.K != "inf" and (isinstance(self.K, bool) or not isinstance(self.K, int) or self.K < 1):
             raise ValueError(f"K must be a positive integer or 'inf', got {self.K!r}")
         for name in ("C", "N", "steps", "batch", "n_eval", "eval_every", "width", "layers", "heads", "stop_patience"):
@@ -436,6 +441,12 @@ class MarkovRunSpec:
         sets = (("id",) if self.K != "inf" else ()) + (("ood",) if self.ood or self.K == "inf" else ())
         if self.stop_set is not None and self.stop_set not in sets:
             raise ValueError(f"stop_set={self.stop_set!r} is not an evaluation set of this run ({', '.join(sets)})")
+        for which, phases in self.stop_rules:
+            if which not in sets or not phases or not set(phases) <= set(self.strategies):
+                raise ValueError(f"stop rule ({which!r}, {list(phases)}) needs an evaluation set of this run "
+                                 f"({', '.join(sets)}) and strategies among {list(self.strategies)}")
+        if self.stop_rules and self.stop_when_nearest is not None:
+            raise ValueError("stop_when_nearest and stop_rules are two stopping rules; give one")
         if self.positions not in ("relative", "absolute"):
             raise ValueError(f"positions must be 'relative' or 'absolute', got {self.positions!r}")
         if not (isinstance(self.inject_p, (int, float)) and 0.0 <= self.inject_p <= 1.0):
@@ -457,6 +468,7 @@ class MarkovRunSpec:
         d = dataclasses.asdict(self)
         d["betas"], d["strategies"] = list(self.betas), list(self.strategies)
         d["stop_when_placed"] = list(self.stop_when_placed)
+        d["stop_rules"] = [[w, list(ph)] for w, ph in self.stop_rules]
         d["lr_factors"] = [list(pf) for pf in self.lr_factors]
         return d
 
@@ -676,12 +688,13 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         stopped, streak = None, 0
         first_set = "id" if spec.K != "inf" else "ood"
         stop_set = spec.stop_set or first_set
-        if spec.stop_when_placed:
-            seps = separations({stop_set: evaluator.sets[stop_set]})
+        rules = ([(stop_set, spec.stop_when_placed)] if spec.stop_when_placed else []) + list(spec.stop_rules)
+        if rules:
+            seps = separations({w: evaluator.sets[w] for w, _ in rules})
 
             def placed() -> bool:
-                pl = absolute_placement(rec, stop_set, seps, z=spec.stop_margin_z)
-                return judge_end(pl, spec.stop_when_placed, spec.stop_margin_z) is Outcome.HELD
+                return any(judge_end(absolute_placement(rec, w, seps, z=spec.stop_margin_z), phases,
+                                     spec.stop_margin_z) is Outcome.HELD for w, phases in rules)
 
         def evaluate(model, step: int, losses: list[float]) -> bool:
             """Record one evaluation (``train_loss``: the mean training loss since the previous
@@ -709,7 +722,7 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
                     pair_se = row["pair_se"][0][spec.strategies.index(second)][spec.strategies.index(best)]
                     clear = row[second][0] - row[best][0] > spec.stop_margin_z * pair_se
                 streak = streak + 1 if clear else 0
-            elif spec.stop_when_placed:
+            elif rules:
                 streak = streak + 1 if placed() else 0
             if streak >= spec.stop_patience:
                 stopped = step

@@ -19,7 +19,8 @@ from sim.verdict import Outcome, Verdict
 from ..conftest import tier
 from .test_markov_claims import fake_record
 
-SMALL = {"C": 3, "N": 12, "alpha": 0.5, "K": (2, 8, 32), "seeds": tuple(range(12)), "n_eval": 24, "steps": 10}
+SMALL = {"C": 3, "N": 12, "alpha": 0.5, "K": (2, 8, 32), "seeds": tuple(range(12)), "n_eval": 24, "steps": 10,
+         "stop_once_committed": True}
 #: memorised seeds per (condition, K) in the passing sweep: baseline K1* between 8 and 32, moved up by both
 PASSING = {co.BASELINE: {2: 12, 8: 6, 32: 0}, co.SLOWED: {2: 12, 8: 12, 32: 12}, co.INJECTED: {2: 12, 8: 12, 32: 10}}
 
@@ -100,6 +101,9 @@ def test_g5_the_runs_are_the_same_seeds_under_each_condition(run_claim, monkeypa
     assert slowed["lr_factors"] == [["blocks.0.Wq", 0.1], ["blocks.0.Wk", 0.1], ["blocks.0.rel", 0.1]]
     assert next(p for p in asked if _condition(p) == co.INJECTED)["inject_p"] == 0.5
     assert not any("inject_p" in p or "lr_factors" in p for p in asked if _condition(p) == co.BASELINE)
+    # each run stops once it has ended in a basin, by the reading that classifies it
+    assert all(p["stop_rules"] == [["id", ["M1", "M2"]], ["ood", ["G2"]]] and p["stop_margin_z"] == 3.0
+               for p in asked)
 
 
 def test_g5_wrong_direction_fails(run_claim, sweep):

@@ -412,3 +412,19 @@ def test_plateau_index_is_the_middle_of_the_longest_one_point_stretch():
     assert plateau_index(rec(["uniform", "M2", "M2"]), "ood") is None
     assert plateau_index({**rec(["G1"]), "pair_order": ["uniform", "G1", "G2", "M1", "M2"]}, "ood",
                          one_point=("X",)) is None
+
+
+def test_stop_rules_stop_at_the_first_rule_that_holds_and_refuse_what_cannot_hold():
+    """At init the model is placed at "uniform" on both sets: a rule on either stops the run at
+    step 0 (with G.1's rule on the other set unmet), a rule that never holds lets it train on."""
+    params = {**TINY, "stop_patience": 1, "stop_margin_z": 0.0}
+    assert mi.run_markov({**params, "stop_rules": [["ood", ["uniform"]]]})["stopped_at"] == 0
+    either = mi.run_markov({**params, "stop_when_placed": ["M2"], "stop_set": "id",
+                            "stop_rules": [["ood", ["uniform"]]]})
+    assert either["stopped_at"] == 0 and either["spec"]["stop_rules"] == [["ood", ["uniform"]]]
+    assert mi.run_markov({**params, "stop_rules": [["id", ["M2"]]], "stop_margin_z": 1e6})["stopped_at"] is None
+    for bad in ([["test", ["G2"]]], [["id", ["M3"]]], [["id", []]]):
+        with pytest.raises(ValueError, match="stop rule"):
+            mi.MarkovRunSpec(K=2, stop_rules=bad)
+    with pytest.raises(ValueError, match="two stopping rules"):
+        mi.MarkovRunSpec(K=2, stop_rules=[["id", ["M2"]]], stop_when_nearest="M2")
