@@ -164,8 +164,10 @@ def test_g3_a_model_without_the_induction_circuit_fails(run_claim, hand):
     """The "G2" models pool uniformly in both layers (an in-context unigram): no previous-state head."""
     hand(**_with_noise_pool({**RIGHT, "many_final": "pool"}))
     res = run_claim(G_3, **SMALL)
+    t = tier(res, "trained")
     assert res.verdict is Verdict.FAIL
-    assert "layer 1 on previous_state" in tier(res, "trained").readings[0]["detail"]
+    assert "layer 1 on previous_state" in t.readings[0]["detail"]
+    assert t.counterexample["parts"]["layer 1 on previous_state"]["outcome"] == "violated"
 
 
 def test_g3_reads_g1s_runs(run_claim, hand, monkeypatch):
@@ -204,6 +206,8 @@ def test_g4_fails_on_a_model_that_names_the_chain_from_1_point_statistics(run_cl
     t = tier(res, "trained")
     assert res.verdict is Verdict.FAIL
     assert t.findings[0].verdict is Verdict.PASS
+    cex = t.counterexample
+    assert cex["K"] == 8 and cex["parts"]["switch to B"]["outcome"] == "violated" and cex["settings"]["K"] == 8
 
 
 def test_g4_a_wrong_patch_point_fails(run_claim, hand):

@@ -230,6 +230,19 @@ def _rows_line(rows) -> str:
             + "; ".join(p["line"] for p in worst["parts"]))
 
 
+def _counterexample(rows, models: "Models", K: int) -> dict[str, Any] | None:
+    """The first model whose check is violated: its run, the parts with their numbers, and the
+    run's settings (to retrain it)."""
+    bad = next((r for r in rows if r["outcome"] is Outcome.VIOLATED), None)
+    if bad is None:
+        return None
+    i = next(j for j, (k, sd) in enumerate(models.keys) if f"K={k} seed {sd}" in bad["model"])
+    return {"model": bad["model"], "K": K, "seed_index": models.keys[i][1],
+            "parts": {p["name"]: {"outcome": p["outcome"].value, "value": p["value"], "se": p["se"], "line": p["line"]}
+                      for p in bad["parts"]},
+            "settings": {k: v for k, v in models.params[i].items() if k != "keep_models"}}
+
+
 def _is_g2(rec, z: float) -> bool:
     """G.1's end-of-training reading of a run at the many-chain end: nearest G2 out of
     distribution with a margin of z paired standard errors."""
@@ -328,9 +341,10 @@ def _check_g3(ctx) -> TierResult:
     if conclusion is Outcome.UNDECIDED:
         budget = (f"a model within its error of a threshold, or no model to judge (runs placed at G2: {len(in_g2)}, "
                   f"with a 1-point plateau: {len(pool_rows)}); rerun with n_probe={2 * int(s['n_probe'])}")
+    cex = _counterexample(g2_rows, many, k_many) or _counterexample(pool_rows, many, k_many)
     return TierResult("trained", verdict, conclusion, summary, assumptions=assumptions, numbers=numbers,
                       figures=[f for f in figures if f], budget=budget, readings=readings, findings=findings,
-                      controls=controls,
+                      controls=controls, counterexample=cex if conclusion is Outcome.VIOLATED else None,
                       conclusion_without_assumptions=None if verdict is not Verdict.ASSUMPTION_UNMET else
                       f"{conclusion.value} on these inputs")
 
@@ -575,9 +589,10 @@ def _check_g4(ctx) -> TierResult:
                f"models); pairs probe: {pairs_out.value}")
     budget = "" if conclusion is not Outcome.UNDECIDED else (
         f"a model within its error (or no run placed at M1/M2: {len(in_m2)}); rerun with n_pairs={2 * n}")
+    cex = _counterexample(rows, few, K_m2) or _counterexample(pair_rows, few, K_m2)
     return TierResult("trained", verdict, conclusion, summary, assumptions=assumptions, numbers=numbers,
                       figures=[f for f in figures if f], budget=budget, readings=readings, findings=findings,
-                      controls=controls,
+                      controls=controls, counterexample=cex if conclusion is Outcome.VIOLATED else None,
                       conclusion_without_assumptions=None if verdict is not Verdict.ASSUMPTION_UNMET else
                       f"{conclusion.value} on these inputs")
 
