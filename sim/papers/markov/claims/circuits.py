@@ -28,7 +28,6 @@ from sim.papers.markov.claims.gibson import G_1, g1_run_params
 from sim.papers.markov.placement import placement
 from sim.papers.markov.task import MarkovRunSpec, fresh_sequences, predict_g1, run_chains, sample_sequences
 from sim.priors import Dirichlet
-from sim.seeds import derive_seed
 from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                          tier_verdict)
 
@@ -87,8 +86,8 @@ class Models:
         from sim.papers.markov.model import MarkovLM
 
         spec = self.spec(i)
-        if which == "untrained":
-            gen = torch.Generator().manual_seed(derive_seed(spec.seed, "init"))
+        if which == "untrained":  # the run's own initialisation, from the init seed its record names
+            gen = torch.Generator().manual_seed(self.records[i]["seeds"]["init"])
             m = MarkovLM(spec.model_config(), generator=gen)
         else:
             state = self.kept[i][which]
