@@ -209,6 +209,10 @@ def _check_g5(ctx) -> TierResult:
     for i, (c, (o, line, _)) in enumerate(shifts.items(), start=1):
         readings.insert(i, {"name": f"decisive: the {c} moves K1* {params['shift']}", "verdict": o.value,
                             "detail": line})
+    readings.append({"name": "the seeds' final placements at every K of the baseline (the bimodality statistic, "
+                             "reported)", "verdict": "INFO",
+                     "detail": "; ".join(f"K={K}: {_counts(classes[BASELINE][K])}; "
+                                         f"{bimodality(classes[BASELINE][K], z)[1]}" for K in Ks)})
     readings.append(_timing_reading(records, classes, Ks, seeds))
     readings.append({"name": "settings the paper leaves open (chosen here)", "verdict": "INFO",
                      "detail": f"steps={s['steps']}, slowed parameters {list(s['slow_params'])} at "
