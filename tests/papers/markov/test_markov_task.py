@@ -428,3 +428,30 @@ def test_stop_rules_stop_at_the_first_rule_that_holds_and_refuse_what_cannot_hol
             mi.MarkovRunSpec(K=2, stop_rules=bad)
     with pytest.raises(ValueError, match="two stopping rules"):
         mi.MarkovRunSpec(K=2, stop_rules=[["id", ["M2"]]], stop_when_nearest="M2")
+
+
+def test_kept_runs_finds_what_a_sweep_kept_and_trains_the_rest_in_memory_once(tmp_path, monkeypatch):
+    """A sweep's kept models are found by the run's parameters without training; a run no sweep
+    kept is trained in memory (nothing written) and kept, so a second look trains nothing."""
+    from types import SimpleNamespace
+
+    from sim import sweep
+
+    ctx = SimpleNamespace(claim=SimpleNamespace(id="T"), out_dir=tmp_path, settings={"executor": "serial"},
+                          device="cpu", progress=lambda msg: None)
+    mr.clear_kept()
+    swept = {**TINY, "keep_models": True}
+    rec = mr.sweep_records(ctx, "k", [swept])[0]
+    other = {**swept, "seed": 5}
+    calls = []
+    real = sweep.map_runs
+    monkeypatch.setattr(mr, "map_runs", lambda fn, ps, **kw: calls.append(len(ps)) or real(fn, ps, **kw))
+    (r1, m1), (r2, m2) = mr.kept_runs(ctx, "t", [swept, other])
+    assert calls == [1] and r1 == rec and m1["final_step"] == rec["steps"][-1]
+    assert r2["spec"]["seed"] == 5
+    assert len(list((tmp_path / "sweeps" / "T-k" / "runs").glob("*.json"))) == 1  # the in-memory run wrote nothing
+    mr.kept_runs(ctx, "t", [other, swept])
+    assert calls == [1]
+    with pytest.raises(ValueError, match="keep_models=True"):
+        mr.kept_runs(ctx, "t", [TINY])
+    mr.clear_kept()
