@@ -121,6 +121,8 @@ class FakeModels:
         P, mu = draw_chains(C, self.K, alpha=0.5, chain_seed=self.spec(i).chains)
         return HandModel(kind, P, mu, seed=i)
 
+    init_seed = ci.Models.init_seed
+
     def step(self, i, which):
         return {"final": 300, "plateau": 150, "untrained": 0}[which]
 
@@ -151,7 +153,7 @@ def test_g3_passes_on_the_circuits_the_seed_names_and_its_controls_fail(run_clai
     assert res.verdict is Verdict.PASS, (t.summary, [(c.name, c.verdict, c.deciding) for c in t.controls])
     assert [c.verdict for c in t.controls] == [Verdict.FAIL] * 3
     assert t.figures == ["figures/G.3-attention-vs-patterns.png"]
-    assert any(n.name.endswith("layer 1 on previous_state") and n.value > 0.9 for n in t.numbers)
+    assert any(n.name.endswith("layer 1 on previous_state") and n.value > 0.9 and n.seed == 1 for n in t.numbers)
 
 
 def test_g3_a_wrong_pattern_fails(run_claim, hand):

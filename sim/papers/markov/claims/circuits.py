@@ -97,6 +97,11 @@ class Models:
             m.load_state_dict({n: torch.from_numpy(np.asarray(v)) for n, v in state.items()})
         return m.to(self.device).eval()
 
+    def init_seed(self, label: str) -> int | None:
+        """The init seed of the run a row's ``label`` ("K=... seed ...") names."""
+        return next((rec["seeds"].get("init") for (K, sd), rec in zip(self.keys, self.records)
+                     if label.startswith(f"K={K} seed {sd}")), None)
+
     def step(self, i: int, which: str) -> int | None:
         return {"final": self.kept[i]["final_step"], "plateau": self.kept[i]["plateau_step"], "untrained": 0}[which]
 
@@ -301,11 +306,13 @@ def _check_g3(ctx) -> TierResult:
     numbers = []
     for r in g2_rows:
         for p in r["parts"]:
-            numbers.append(Number(f"{r['model']}: {p['name']}", p["value"], stderr=p["se"], n=len(x), kind="trained",
+            numbers.append(Number(f"{r['model']}: {p['name']}", p["value"], stderr=p["se"], n=len(x),
+                                  seed=many.init_seed(r["model"]), kind="trained",
                                   tolerance=p["threshold"], note=p["outcome"].value))
     for r in pool_rows:
         p = r["parts"][0]
         numbers.append(Number(f"{r['model']}: TV(layer {params['pooling_layer']}, uniform)", p["value"],
+                              seed=many.init_seed(r["model"]),
                               stderr=p["se"], n=len(x), kind="trained", tolerance=p["threshold"],
                               note=f"radius {p['threshold']:.3f}; {p['outcome'].value}"))
     # controls: the same checks on models built on the wrong mechanism
@@ -565,7 +572,7 @@ def _check_g4(ctx) -> TierResult:
     for r in rows + pair_rows:
         for p in r["parts"]:
             numbers.append(Number(f"{r['model']}: {p['name']}", p["value"], stderr=p["se"], n=n, kind="trained",
-                                  note=p["line"]))
+                                  seed=few.init_seed(r["model"]), note=p["line"]))
     controls = [
         Control("phi patched from another sequence of the same chain A", "the donor names chain A: nothing may "
                 "switch to B", _VERDICT_OF[combine([r["outcome"] for r in ctrl["same"]])], _rows_line(ctrl["same"])),
