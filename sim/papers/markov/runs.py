@@ -1,9 +1,19 @@
-"""Shared machinery of the trained Markov-chain claims (G.1, G.2, G.6-G.8, E.1): turning a profile's
-settings into sweep runs, the SA-transformer runs G.2 and G.7 share, reading a run's nearest strategy
-with its paired error bar, and the figures."""
+"""Shared machinery of the trained Markov-chain claims (G.1-G.8, E.1): turning a profile's
+settings into sweep runs, the SA-transformer runs G.2 and G.7 share, reading a run's nearest
+strategy with its paired error bar, the trained models a claim probes, and the figures.
+
+Trained models in process memory: a sweep's records hold read-outs, not weights. A run asked
+with ``keep_models`` hands its end-of-training and plateau weights back to the process that
+swept it (:class:`sim.sweep.Kept`); :func:`sweep_records` keeps them here, by run id, beside
+the record, and :func:`kept_runs` gives them to a later claim in the same process (G.3 and
+G.4 probe G.1's models: ``Claim.reuses``). A run not in memory (the claim run alone, or
+after a resume) is trained again, in memory, from the same parameters: the same model,
+since a run depends on its parameters only.
+"""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -14,13 +24,18 @@ from sim.papers.markov.task import (MarkovRunSpec, audit_strategies, evaluation_
                           score_predictions)
 from sim.papers.markov.placement import placement, separations
 from sim.seeds import derive_seed
-from sim.sweep import run_sweep
+from sim.sweep import map_runs, run_id, run_sweep
 
 #: Phases a trained model is placed in: the four strategies of G, plus "uniform" for a model
 #: still at its initial plateau (G2 with add-alpha and a short context is close to uniform,
 #: so without it an untrained model would be read as G2).
 PHASES = ("uniform", "G1", "G2", "M1", "M2")
 _SPEC_FIELDS = {f.name for f in dataclasses.fields(MarkovRunSpec)}
+#: The sweep's run function.
+RUN_FN = "sim.papers.markov.task:run_markov"
+#: ``{run id: (record, kept models)}`` of the runs this process trained with ``keep_models``.
+_KEPT: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+_KEPT_MAX = 512  # G.1's standard grid keeps 32 runs (about 0.9 MB each)
 
 
 def run_params(ctx, **extra) -> dict[str, Any]:
@@ -41,16 +56,57 @@ def sweep_records(ctx, name: str, params_list: Sequence[Mapping[str, Any]]) -> l
     (finished runs are reused on a rerun: a killed claim resumes) and return the records
     in grid order. Executor: settings ``executor`` (``local`` on CPU, ``serial`` on CUDA by
     default), ``workers``, ``address`` (Dask). Raises when a run failed."""
-    executor = ctx.settings.get("executor") or ("local" if ctx.device == "cpu" else "serial")
+    executor = _executor(ctx)
     out = ctx.out_dir / "sweeps" / f"{ctx.claim.id}-{name}"
-    res = run_sweep("sim.papers.markov.task:run_markov", params_list, out, executor=executor,
+    res = run_sweep(RUN_FN, params_list, out, executor=executor,
                     workers=ctx.settings.get("workers") or os.cpu_count(), address=ctx.settings.get("address"),
                     progress=ctx.progress)
     if res.failed:
         reasons = "; ".join(f"{rid}: {msg.strip().splitlines()[-1]}" for rid, msg in res.failed.items())
         raise RuntimeError(f"{len(res.failed)} of {len(res.ids)} training runs failed ({reasons}); "
                            f"rerun the claim to resume (finished runs in {out} are kept)")
+    for rid, models in res.kept.items():
+        _keep(rid, res.records[rid]["result"], models)
     return [res.records[i]["result"] for i in res.ids]
+
+
+def _executor(ctx) -> str:
+    return ctx.settings.get("executor") or ("local" if ctx.device == "cpu" else "serial")
+
+
+def _keep(rid: str, record: dict[str, Any], models: dict[str, Any]) -> None:
+    if rid not in _KEPT and len(_KEPT) >= _KEPT_MAX:
+        _KEPT.pop(next(iter(_KEPT)))
+    _KEPT[rid] = (record, models)
+
+
+def kept_runs(ctx, label: str, params_list: Sequence[Mapping[str, Any]]
+              ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``(record, models)`` of each run of ``params_list`` (each with ``keep_models``), in order:
+    from this process's memory where a sweep kept them (G.1's, for G.3 and G.4), the others
+    trained now in memory on the claim's executor (:func:`sim.sweep.map_runs`; nothing written)
+    and kept. ``models`` as :func:`sim.papers.markov.task.run_markov` returns them."""
+    norm = [json.loads(json.dumps(dict(p), default=str)) for p in params_list]
+    if not all(p.get("keep_models") for p in norm):
+        raise ValueError("kept_runs needs runs asked with keep_models=True")
+    ids = [run_id(RUN_FN, p) for p in norm]
+    todo = {rid: p for rid, p in zip(ids, norm) if rid not in _KEPT}
+    if todo:
+        ctx.progress(f"{label}: {len(todo)} of {len(ids)} models not in memory, training them")
+        workers = min(len(todo), int(ctx.settings.get("workers") or os.cpu_count() or 1))
+        executor = _executor(ctx)
+        if executor == "local" and workers < 2:
+            executor = "serial"
+        out = map_runs(RUN_FN, list(todo.values()), executor=executor, workers=workers,
+                       address=ctx.settings.get("address"), progress=lambda msg: ctx.progress(f"{label}: {msg}"))
+        for rid, kept in zip(todo, out):
+            _keep(rid, kept.record, kept.objects)
+    return [_KEPT[rid] for rid in ids]
+
+
+def clear_kept() -> None:
+    """Forget the models kept in this process (tests)."""
+    _KEPT.clear()
 
 
 #: The key the SA-transformer runs' seeds are derived under (with the master seed), in place of a

@@ -37,7 +37,7 @@ from sim.papers.markov.placement import absolute_placement, judge_end, placement
 from sim.claims.base import Claim, PrimaryReading, Source
 
 __all__ = ["G_1", "G_2", "CLAIMS", "k1_bracket", "fit_power_law", "fit_divergence", "fit_offset_law", "judge_law",
-           "law_x", "asymptotic_exponent_bound"]
+           "law_x", "asymptotic_exponent_bound", "g1_run_params"]
 
 PHASES = mr.PHASES
 M_PHASES = ("M1", "M2")
@@ -178,17 +178,29 @@ def _stop_rule(ctx, K: int, k_few: int, k_many: int) -> dict[str, Any]:
             "stop_margin_z": float(ctx.z), "stop_patience": int(ctx.settings["stop_patience"])}
 
 
+def g1_run_params(ctx) -> dict[tuple[int, int], dict[str, Any]]:
+    """G.1's training runs, ``{(K, seed index): run parameters}`` in grid order (K, then seed),
+    their seeds from G.1's context (``ctx.seed_for``). Each run keeps its end-of-training and
+    1-point-plateau models in the memory of the process that sweeps them (``keep_models``;
+    :func:`sim.papers.markov.runs.sweep_records`): G.3 and G.4 probe them there."""
+    s = ctx.settings
+    Ks, seeds = list(s["K"]), list(s["seeds"])
+    k_few, k_many = min(Ks), max(Ks)
+    return {(K, seed): mr.run_params(ctx, K=K, seed=ctx.seed_for(f"train-{seed}"),
+                                     chain_seed=ctx.seed_for(f"chains-{seed}"), keep_models=True,
+                                     **_stop_rule(ctx, K, k_few, k_many))
+            for K in Ks for seed in seeds}
+
+
 def _check_g1(ctx) -> TierResult:
     s = ctx.settings
     labels = dict(ctx.params["labels"])
     mr.check_labels(labels)
     few, many = tuple(ctx.params["few_chains_phase"]), tuple(ctx.params["many_chains_phase"])
     Ks, seeds = list(s["K"]), list(s["seeds"])
-    grid = [(K, seed) for K in Ks for seed in seeds]
     k_few, k_many = min(Ks), max(Ks)
-    params = {(K, seed): mr.run_params(ctx, K=K, seed=ctx.seed_for(f"train-{seed}"),
-                                       chain_seed=ctx.seed_for(f"chains-{seed}"), **_stop_rule(ctx, K, k_few, k_many))
-              for K, seed in grid}
+    params = g1_run_params(ctx)
+    grid = list(params)
     records = mr.sweep_records(ctx, "phases", [params[g] for g in grid])
     by = {g: rec for g, rec in zip(grid, records)}
     ends = {(K, seed): ("few" if K == k_few else "many") for K, seed in grid if K in (k_few, k_many)}
