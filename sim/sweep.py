@@ -25,6 +25,11 @@ Executors
 ``serial``
     in this process, one after another (CUDA runs, debugging).
 
+A run may also hand objects back to the process that ran the sweep without writing them: it
+returns :class:`Kept` ``(record, objects)`` (e.g. the trained weights a later check reads);
+``record`` is written as always, ``objects`` land in :attr:`SweepResult.kept` only (a record
+reused from disk has none).
+
 Every executor runs ``fn`` with torch limited to one thread (``torch.set_num_threads(1)``),
 so runs do not oversubscribe a node and the same seeds give the same numbers on every
 executor.
@@ -47,12 +52,22 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from sim.threads import limit_process_threads
 from sim.files import atomic_write_text
 
-__all__ = ["map_runs", "worker_messages", "stop_worker_processes", "EXECUTORS", "SweepError", "SweepResult", "grid", "run_id", "run_sweep", "selftest_run",
+__all__ = ["Kept", "map_runs", "worker_messages", "stop_worker_processes", "EXECUTORS", "SweepError", "SweepResult", "grid", "run_id", "run_sweep", "selftest_run",
            "deterministic_part", "RunStore", "function_name"]
 
 EXECUTORS = ("local", "dask", "serial")
 #: Bumped when the meaning of a run record changes, so stale records are not reused.
 FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A run's result with objects for the driver's memory: ``record`` (JSON-able) is written
+    to ``runs/<id>.json`` as any result; ``objects`` (picklable) come back to the process that
+    called :func:`run_sweep`, in :attr:`SweepResult.kept`, and are never written."""
+
+    record: dict
+    objects: Any
 
 
 class SweepError(RuntimeError):
@@ -122,7 +137,8 @@ def _execute(fn_name: str, params: Mapping[str, Any]) -> dict[str, Any]:
 @dataclass
 class SweepResult:
     """What a sweep produced: ``records[id]`` for every finished run (this call's and the
-    reused ones), ``failed[id]`` the reason for every run that did not finish."""
+    reused ones), ``failed[id]`` the reason for every run that did not finish, ``kept[id]``
+    the objects of every run of this call that returned :class:`Kept`."""
 
     out_dir: Path
     ids: list[str]
@@ -132,6 +148,7 @@ class SweepResult:
     reused: int = 0
     seconds: float = 0.0
     reused_ids: set[str] = field(default_factory=set)
+    kept: dict[str, Any] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -240,6 +257,9 @@ def run_sweep(fn, params_list: Sequence[Mapping[str, Any]], out_dir: str | os.Pa
     def finished(rid: str, out_or_error) -> None:
         done[0] += 1
         if isinstance(out_or_error, dict):
+            if isinstance(out_or_error["result"], Kept):
+                res.kept[rid] = out_or_error["result"].objects
+                out_or_error = {**out_or_error, "result": out_or_error["result"].record}
             res.records[rid] = store.save(rid, todo[rid], out_or_error)
             say(f"run {done[0]}/{total} finished ({rid})")
         else:
@@ -456,9 +476,10 @@ def _scheduler_gone(client, exc: BaseException) -> bool:
 
 # ------------------------------------------------------------------------------ self-test ---
 def selftest_run(params: Mapping[str, Any]) -> dict[str, Any]:
-    """A cheap run for testing executors: ``params = {"seed", "n", "crash_if": path?, "sleep": s?}``.
+    """A cheap run for testing executors: ``params = {"seed", "n", "crash_if": path?, "sleep": s?, "keep": bool?}``.
 
-    Returns ``n`` normal draws from ``seed`` and the torch threads the worker runs with.
+    Returns ``n`` normal draws from ``seed`` and the torch threads the worker runs with
+    (with ``keep``: as :class:`Kept`, the draws also as a numpy array for the driver's memory).
     If the file ``crash_if`` exists, the worker process dies on the spot (``os._exit``), as
     a killed or lost worker would.
     """
@@ -476,4 +497,5 @@ def selftest_run(params: Mapping[str, Any]) -> dict[str, Any]:
     except ImportError:  # pragma: no cover
         threads = None
     values = np.random.default_rng(int(params.get("seed", 0))).normal(size=int(params.get("n", 4)))
-    return {"values": values.tolist(), "torch_threads": threads}
+    record = {"values": values.tolist(), "torch_threads": threads}
+    return Kept(record, {"values": values}) if params.get("keep") else record

@@ -209,7 +209,9 @@ class _Captured(Exception):
 
 @pytest.mark.parametrize("claim_id, profile", [
     ("W.P2", "quick"), ("W.E1", "quick"), ("W.E2", "standard"), ("W.E3", "quick"), ("W.E4", "standard"),
-    ("N.K1", "quick"), ("N.K4", "quick"), ("N.K9", "quick"), ("N.E", "standard"), ("G.1", "quick"), ("G.2", "quick"), ("E.1", "quick")])
+    ("N.K1", "quick"), ("N.K4", "quick"), ("N.K9", "quick"), ("N.E", "standard"), ("G.1", "quick"), ("G.2", "quick"),
+    ("G.3", "quick"), ("G.4", "quick"), ("G.5", "standard"), ("G.6", "standard"), ("G.7", "quick"), ("G.8", "standard"),
+    ("E.1", "quick")])
 def test_a_claims_plan_lists_the_jobs_its_check_trains_first(claim_id, profile, tmp_path, monkeypatch):
     """No second source of truth: the first jobs a trained tier hands the grid runner (stopped there,
     nothing is trained) are among its plan's jobs at the first look, by id."""
