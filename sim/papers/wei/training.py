@@ -432,7 +432,7 @@ def train_cost(job: Mapping[str, Any]):
 def job_args(jobs: list[dict], label: str, *, batched: bool = False) -> dict[str, Any]:
     """:func:`sim.claims.jobs.run_jobs`'s arguments for :func:`train_job` over ``jobs`` (what
     :func:`run_jobs` trains and a claim's plan prices); with ``batched``, the jobs to do that share an
-    architecture (:func:`_architecture`) train as one group (:func:`train_group_job`), on the CPU too."""
+    architecture (``_architecture``) train as one group (:func:`train_group_job`), on the CPU too."""
     args = {"fn": train_job, "jobs": jobs, "key": _job_key, "label": label, "cost": train_cost}
     if batched:
         args.update(batch=train_group_job, group=_architecture, batch_on_cpu=True)
