@@ -2,6 +2,7 @@
 
     icl-verify list [--claims P]         claims, sources, primary readings, tiers, deciding profile, last verdict
     icl-verify run [options]             run claims, write a report, exit 1 if any claim FAILs (or crashes)
+    icl-verify plan [options]            what a run would train, its CPU/GPU-hours and wall time, before training
     icl-verify show RUN_DIR [--format F] print a finished run's summary (text, md, json or latex)
     icl-verify prior SPEC [options]      audit claims under a prior on transition matrices
     icl-verify sweep --out DIR [options] train a grid of models on the K-chain Markov task, locally or on Dask
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 from sim.claims.base import PROFILES
@@ -25,7 +28,7 @@ from sim.commands import UsageError as _UserError
 from sim.commands import nonneg_int as _nonneg_int
 from sim.commands import positive_float as _positive_float
 from sim.commands import positive_int as _positive_int
-from sim.files import UserCodeError
+from sim.files import RunEnvironmentError, UserCodeError
 
 _EXIT_EPILOG = ("exit codes: 0 every claim ran and none FAILed; 1 at least one FAIL; 2 usage or input error; "
                 "3 internal error (a crashed check or a bug; --debug shows the traceback)")
@@ -112,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--budget", type=_nonneg_int, default=None, metavar="N",
                        help="examples for each property tier's counterexample search (default: the profile's); "
                             "0 replays the corpus only")
+    _add_execution_options(p_run)
+    _add_plan_parser(sub)
 
     p_show = sub.add_parser("show", help="print the summary of a finished run")
     p_show.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder (holding results.json)")
@@ -169,6 +174,112 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# ------------------------------------------------------------ where jobs run, and the cost plan --
+def _add_execution_options(p: argparse.ArgumentParser) -> None:
+    """``run``'s options for where the training jobs go (:mod:`sim.cluster`)."""
+    from sim.cluster import EXECUTORS
+
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="where the training jobs run: local (worker processes on this machine, default), dask (every "
+                        "job a task of the Dask scheduler at --address, e.g. a SLURM cluster from dask-jobqueue) or "
+                        "dask-local (a Dask LocalCluster of --workers processes on 127.0.0.1); the numbers are the "
+                        "same. Needs the cluster extra for dask: pip install 'icl-causal-verify[cluster]'")
+    p.add_argument("--address", default=None, metavar="tcp://HOST:PORT",
+                   help="the Dask scheduler of --executor dask")
+    p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="training worker processes: per claim with --executor local (default: the CPUs), in the "
+                        "LocalCluster with --executor dask-local (default: the CPUs)")
+
+
+def _add_plan_parser(sub) -> None:
+    p = sub.add_parser(
+        "plan", help="what a run would train, its CPU/GPU-hours and wall time, before training anything",
+        description="List each claim's training jobs (models x steps x batch; a sequential decision at its first "
+                    "look and at its cap), time a few steps of each model family on this device (cached per machine "
+                    "and device under $XDG_CACHE_HOME/icl-causal-verify), and estimate the CPU- or GPU-hours and "
+                    "the wall time on --jobs N local workers or --workers W cluster workers.",
+        epilog="exit codes: 0 the plan was printed; 2 usage or input error")
+    p.add_argument("--profile", choices=PROFILES, default="quick", help="the profile to plan (default quick)")
+    p.add_argument("--claims", default="*", metavar="PATTERN",
+                   help="comma-separated globs over claim ids, e.g. 'N.E,G.2' (default: all)")
+    p.add_argument("--seed", type=_nonneg_int, default=0, help="master seed (the jobs' seeds follow it; default 0)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="the device to price the jobs on (default auto: cuda when present)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                       help="wall time on N local workers (default: the number of CPUs; 1 on a GPU)")
+    where.add_argument("--workers", type=_positive_int, default=None, metavar="W",
+                       help="wall time on W cluster workers (--executor dask)")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE", type=Path,
+                   help="a Python file defining CLAIMS = [...] of your own claims (repeatable)")
+    p.add_argument("--recalibrate", action="store_true",
+                   help="time every model family again instead of reading the cached measurements")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="text (a table, default) or json")
+
+
+def _cmd_plan(args) -> int:
+    from sim.device import DeviceError, resolve_device
+    from sim.plan import Calibration, make_plan
+
+    _load_plugins(args.plugin)
+    selected = _select(args.claims)
+    try:
+        device = resolve_device(args.device)
+    except DeviceError as exc:
+        raise _UserError(str(exc)) from None
+    workers = args.workers or args.jobs or (1 if device == "cuda" else os.cpu_count() or 1)
+    calibration = Calibration(device)
+    if args.recalibrate:
+        calibration.entries = {}
+    plan = make_plan(selected, args.profile, seed=args.seed, device=device, workers=workers,
+                     cluster=args.workers is not None, calibration=calibration,
+                     progress=lambda m: print(f"icl-verify plan: {m}", file=sys.stderr, flush=True))
+    if args.format == "json":
+        print(json.dumps(plan.to_dict(), indent=1))
+        return EXIT_OK
+    print(f"icl-verify plan: profile={args.profile} seed={args.seed} device={device} claims={len(selected)} "
+          f"({args.claims}); unit costs measured on this machine ({calibration.path})")
+    print(plan.render())
+    return EXIT_OK
+
+
+#: A run whose estimate exceeds this many seconds says so before it trains anything.
+LONG_RUN_S = 600
+
+
+def _run_estimate(args, config, selected, execution):
+    """The plan of a run (:func:`sim.plan.make_plan`), its one-line total printed when it is long, and the
+    :class:`sim.plan.Eta` that gives the progress bar its time left; None where nothing can be priced
+    cheaply (a quick run on a machine with no cached measurements: quick is minutes by design)."""
+    try:
+        return _priced_run(args, config, selected, execution)
+    except Exception as exc:  # noqa: BLE001 - an estimate never takes a run down
+        print(f"icl-verify: no estimate of the run's time ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return None
+
+
+def _priced_run(args, config, selected, execution):
+    from sim.cluster import workers_of
+    from sim.plan import Calibration, Eta, make_plan, plan_claims
+
+    calibration = Calibration(config.device)
+    measure = config.profile != "quick"
+    if not measure:
+        rows = plan_claims(selected, config.profile, seed=config.seed, device=config.device, z=config.z,
+                           overrides=config.overrides)
+        if calibration.missing([j.cost for r in rows for j in r.cap if j.cost is not None]):
+            return None
+    say = (lambda m: None) if args.no_progress else (lambda m: print(f"icl-verify: {m}", file=sys.stderr, flush=True))
+    workers = workers_of(execution) or execution.workers or (1 if config.device == "cuda" else os.cpu_count() or 1)
+    plan = make_plan(selected, config.profile, seed=config.seed, device=config.device, z=config.z,
+                     overrides=config.overrides, workers=workers, cluster=execution.kind == "dask",
+                     calibration=calibration, progress=say)
+    if config.profile == "paper" or plan.wall_seconds("first") > LONG_RUN_S:
+        print(f"icl-verify: estimate: {plan.summary()} (`icl-verify plan --profile {config.profile}` lists it claim "
+              f"by claim; measured on this machine)", file=sys.stderr, flush=True)
+    return Eta(plan)
+
+
 def _paper_commands():
     """The commands the paper homes add (e.g. the Markov home's ``sweep``), found by the registry."""
     from sim.claims import paper_commands
@@ -192,6 +303,8 @@ def main(argv=None) -> int:
             return _cmd_list(args)
         if args.command == "run":
             return _cmd_run(args)
+        if args.command == "plan":
+            return _cmd_plan(args)
         if args.command == "show":
             return _cmd_show(args)
         if args.command == "prior":
@@ -460,13 +573,20 @@ def _jobs(args, config) -> int:
 
 def _validate_run_inputs(args, config) -> None:
     """Every check of a run's inputs that is left once its configuration is made, before the header
-    line is printed and before any audit, training or claim: the environment (``ICL_VERIFY_JOBS``)
+    line is printed and before any audit, training or claim: the environment (``ICL_VERIFY_JOBS``),
+    where the training jobs go (``--executor``, ``--address``, ``--workers``: :func:`sim.cluster.check_executor`)
     and the --out folder (:func:`sim.runner.check_out_dir`: a file, not writable, held by another
     run, non-empty and not a run's, or with --resume not this run). Sets ``args._jobs``. (A --corpus
     that cannot be written is not refused: the run completes and says so.)"""
+    from sim.cluster import ExecutorError, check_executor
     from sim.runner import DEFAULT_REPORTS, RunError, check_out_dir
 
     args._jobs = _jobs(args, config)
+    if getattr(args, "executor", None) is not None:  # run's options (prior's jobs run on this machine)
+        try:
+            check_executor(args.executor, args.address, args.workers)
+        except ExecutorError as exc:
+            raise _UserError(str(exc)) from None
     out_dir = args.out if args.out is not None else DEFAULT_REPORTS / config.run_id
     try:
         check_out_dir(out_dir, config, resume=args.resume)
@@ -474,7 +594,7 @@ def _validate_run_inputs(args, config) -> None:
         raise _UserError(str(exc)) from None
 
 
-def _execute(args, config, selected, prior=None, header_extra="", audit=None) -> int:
+def _execute(args, config, selected, prior=None, header_extra="", audit=None, execution=None) -> int:
     from sim.corpus import Corpus
     from sim.report import summary_table
     from sim.runner import RunError, run
@@ -486,11 +606,22 @@ def _execute(args, config, selected, prior=None, header_extra="", audit=None) ->
     args._out_dir = args.out if args.out is not None else DEFAULT_REPORTS / config.run_id
     corpus = Corpus(args.corpus if args.corpus is not None else args._out_dir / "corpus", config)
     try:
+        eta = _run_estimate(args, config, selected, execution) if execution is not None else None
         out_dir, dicts = run(config, selected, out_dir=args.out, resume=args.resume, prior=prior,
-                             show_progress=not args.no_progress, audit=audit, corpus=corpus, jobs=args._jobs)
+                             show_progress=not args.no_progress, audit=audit, corpus=corpus, jobs=args._jobs,
+                             execution=execution, eta=eta)
+    except RunEnvironmentError as exc:  # a full disk, an unwritable folder, a lost scheduler: fix it, resume
+        command = "prior SPEC" if args.command == "prior" else "run"
+        raise _UserError(f"{exc}; what finished is kept: once that is fixed, `icl-verify {command} --resume "
+                         f"--out {args._out_dir}` continues") from None
     except RunError as exc:
         raise _UserError(str(exc)) from None
     print(summary_table(dicts))
+    from sim.report import jobs_summary, jobs_text
+
+    if jobs_summary(dicts):
+        per = ", ".join(f"{d['id']} {d['jobs']['reused']}" for d in dicts if (d.get("jobs") or {}).get("reused"))
+        print(f"\nTraining jobs: {jobs_text(jobs_summary(dicts))}" + (f" (per claim: {per})" if per else ""))
     if corpus.summary():
         print(f"\nCounterexample corpus {corpus.root}: {corpus.summary()}")
     for line in corpus.warnings:  # the run completed; what could not be read or written is said here
@@ -526,7 +657,23 @@ def _cmd_run(args) -> int:
         others = len(selected) - len(takers)
         if others:
             header += f"; {others} other claim(s) keep their own graphs"
-    return _execute(args, config, selected, header_extra=header)
+    with ExitStack() as stack:  # where the training jobs go, for the length of the run
+        try:  # a Dask cluster that cannot be started or reached: one line naming it, before the header line
+            execution = stack.enter_context(_start_executor(args))
+        except RunEnvironmentError as exc:
+            raise _UserError(str(exc)) from None
+        return _execute(args, config, selected, header_extra=header, execution=execution)
+
+
+def _start_executor(args):
+    """``run``'s :class:`sim.claims.jobs.Execution`, a context (:func:`sim.cluster.start_executor`): a
+    LocalCluster started for the run, or the connection to a scheduler, closed after it."""
+    from sim.cluster import start_executor
+
+    if args.executor != "local":
+        where = args.address or "a LocalCluster on 127.0.0.1"
+        print(f"icl-verify: training jobs on Dask ({args.executor}: {where})", file=sys.stderr, flush=True)
+    return start_executor(args.executor, args.address, args.workers)
 
 
 def _cmd_show(args) -> int:

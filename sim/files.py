@@ -16,6 +16,7 @@ string, true/false or null, got a list``. The text itself goes through :func:`re
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.util
 import json
@@ -29,9 +30,10 @@ from typing import Any, Callable, Sequence
 from sim.verdict import Verdict
 
 __all__ = ["RUN_SCHEMA", "RESULTS_SCHEMA", "MAX_JSON_DEPTH", "MAX_RUN_FILE_BYTES", "RunError", "RunFileError",
-           "UserCodeError", "JSONTextError", "dump_json", "atomic_write_text", "read_text", "parse_json", "json_depth",
-           "read_run_json", "read_results", "read_claim_result", "check_results", "check_claim_result", "claim_counts",
-           "load_user_file", "call_user_code", "describe_exception"]
+           "RunEnvironmentError", "environment_failure", "UserCodeError", "JSONTextError", "dump_json",
+           "atomic_write_text", "read_text", "parse_json", "json_depth", "read_run_json", "read_results",
+           "read_claim_result", "check_results", "check_claim_result", "claim_counts", "load_user_file",
+           "call_user_code", "describe_exception"]
 
 #: Marks a folder as an icl-verify run (in its run.json): the only non-empty folder a run writes into.
 RUN_SCHEMA = "icl-verify/run/v1"
@@ -48,6 +50,33 @@ class RunError(RuntimeError):
     """A run could not start (bad configuration, a resume that does not match)."""
 
 
+#: What an OSError's errno says when the machine, not the run, failed: a full disk or quota, a folder
+#: that became read-only or unwritable.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+class RunEnvironmentError(RunError):
+    """The run's environment failed while it ran: a full disk, an output folder that became
+    unwritable, a lost Dask scheduler. ``where`` names the file, folder or address; what had
+    finished (claims, training jobs) is on disk, so ``--resume`` continues once it is fixed."""
+
+    def __init__(self, where: str, detail: str):
+        super().__init__(where, detail)
+        self.where, self.detail = str(where), str(detail)
+
+    def __str__(self) -> str:
+        return f"{self.detail}: {self.where}"
+
+
+def environment_failure(exc: BaseException, where: str | os.PathLike | None = None) -> RunEnvironmentError | None:
+    """``exc`` as a :class:`RunEnvironmentError` when it is one (or an ``OSError`` whose errno is in
+    ``ENVIRONMENT_ERRNOS``, naming its file, else ``where``), else None: a bug or a check's own error."""
+    if isinstance(exc, RunEnvironmentError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
+        named = exc.filename if exc.filename is not None else where if where is not None else "the run folder"
+        return RunEnvironmentError(str(named), exc.strerror or os.strerror(exc.errno))
+    return None
 class RunFileError(RunError, ValueError):
     """A run file (results.json, run.json or results/<id>.json) that cannot be read, or that is not
     what this tool writes; the message names the file and the key."""
@@ -70,7 +99,8 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader (or a killed run) never sees half a file.
+    """Write ``text`` to ``path`` so a reader (or a killed run) never sees half a file. An
+    ``OSError`` (e.g. a full disk) names ``path`` when the system call named none.
 
     The file gets the usual permissions (0666 less the umask), like the figures beside it,
     not mkstemp's private 0600. Text that is not UTF-8 (a file name's bytes, as Python keeps
@@ -85,9 +115,11 @@ def atomic_write_text(path: Path, text: str) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a full disk fails the write, which names no file: say which
         raise
 
 

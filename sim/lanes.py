@@ -65,9 +65,12 @@ def picklable(obj: Any) -> bool:
 
 def _lane_main(conn, plugins: Sequence[str], evaluate) -> None:  # pragma: no cover - runs in the lane process
     """A lane: load the run's plugins, then evaluate ``(index, claim id, kwargs)`` messages until ``None``
-    as ``evaluate(claim, progress=..., **kwargs)``, sending ``("progress", index, message)`` while it
-    works and ``("done", index, result-or-traceback)``."""
+    as ``evaluate(claim, progress=..., on_job=..., **kwargs)``, sending ``("progress", index, message)``
+    and ``("job", index, event)`` (a training job finished) while it works, then ``("done", index,
+    result)``, ``("failed", index, traceback)`` or ``("environment", index, (where, detail))`` (the
+    run's environment failed: :class:`sim.files.RunEnvironmentError`)."""
     from sim import claims as registry
+    from sim.files import environment_failure
     from sim.threads import limit_process_threads
 
     limit_process_threads()
@@ -76,21 +79,29 @@ def _lane_main(conn, plugins: Sequence[str], evaluate) -> None:  # pragma: no co
     for index, claim_id, kwargs in worker_messages(conn):
         try:
             result = evaluate(registry.get(claim_id), progress=lambda m, i=index: conn.send(("progress", i, m)),
-                              **kwargs)
+                              on_job=lambda e, i=index: conn.send(("job", i, e)), **kwargs)
             conn.send(("done", index, (result, kwargs.get("corpus"))))  # the corpus: what this copy counted
-        except BaseException:  # evaluate_claim already turns a crashed check into ERROR; this is anything else
-            conn.send(("failed", index, traceback.format_exc()))
+        except BaseException as exc:  # evaluate_claim already turns a crashed check into ERROR; this is anything else
+            failure = environment_failure(exc)
+            if failure is not None:
+                conn.send(("environment", index, (failure.where, failure.detail)))
+            else:
+                conn.send(("failed", index, traceback.format_exc()))
 
 
 def evaluate_in_lanes(claims: Sequence[Claim], lanes: int, *, evaluate: Callable, plugins: Sequence[str],
                       kwargs: dict, finished: Callable[[int, Any], None], progress: Callable[[int, str], None],
-                      lost: Callable[[int, str], Any]) -> None:
+                      lost: Callable[[int, str], Any], job_done: Callable[[int, dict], None] | None = None) -> None:
     """Evaluate ``claims`` on ``lanes`` worker processes (:func:`lane_order`), each as
-    ``evaluate(claim, progress=..., **kwargs)`` (a module-level function, sent to the lanes by name:
-    :func:`sim.runner.evaluate_claim`), calling ``finished(index, result)`` as each one ends and
-    ``progress(index, message)`` as its check reports; ``result`` is ``(ClaimResult, the lane's copy of
-    kwargs["corpus"])``. A claim whose lane raised outside the check, or died, gets
-    ``finished(index, lost(index, why))``."""
+    ``evaluate(claim, progress=..., on_job=..., **kwargs)`` (a module-level function, sent to the lanes
+    by name: :func:`sim.runner.evaluate_claim`), calling ``finished(index, result)`` as each one ends,
+    ``progress(index, message)`` as its check reports and ``job_done(index, event)`` as each of its
+    training jobs finishes; ``result`` is ``(ClaimResult, the lane's copy of kwargs["corpus"])``. A
+    claim whose lane raised outside the check, or died, gets ``finished(index, lost(index, why))``; a
+    failure of the run's environment in a lane stops the lanes and is raised here
+    (:class:`sim.files.RunEnvironmentError`)."""
+    from sim.files import RunEnvironmentError
+
     ctx = mp.get_context("spawn")  # fork after torch has started threads can deadlock
     queue = lane_order(claims, kwargs["config"].profile)
     plugins = [str(Path(p)) for p in plugins]
@@ -124,6 +135,12 @@ def evaluate_in_lanes(claims: Sequence[Claim], lanes: int, *, evaluate: Callable
                     if kind == "progress":
                         progress(index, payload)
                         continue
+                    if kind == "job":
+                        if job_done is not None:
+                            job_done(index, payload)
+                        continue
+                    if kind == "environment":
+                        raise RunEnvironmentError(*payload)
                     s["claim"] = None
                     finished(index, payload if kind == "done" else lost(index, payload))
                     break

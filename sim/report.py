@@ -92,6 +92,7 @@ def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: fl
         "platform": platform.platform(),
         "elapsed_s": round(elapsed_s, 2),
         "summary": claim_counts(dicts),
+        "jobs": jobs_summary(dicts),
         "findings": all_findings(dicts),
         "audit": audit,
         "claims": list(dicts),
@@ -101,6 +102,23 @@ def write_reports(out_dir: Path, config, dicts: Sequence[dict], *, elapsed_s: fl
     atomic_write_text(out_dir / "report.html", render_html(doc, out_dir))
     atomic_write_text(out_dir / "junit.xml", render_junit(doc))
     return doc
+
+
+def jobs_summary(dicts: Sequence[dict]) -> dict[str, int] | None:
+    """The run's training jobs (:func:`sim.claims.jobs.run_jobs`): how many were trained and how many
+    reused from the run folder (an interrupted run's records), over every claim; None when none trained."""
+    counted = [d["jobs"] for d in dicts if d.get("jobs")]
+    if not counted:
+        return None
+    return {k: sum(c.get(k, 0) for c in counted) for k in ("trained", "reused")}
+
+
+def jobs_text(jobs: dict | None) -> str:
+    """``"12 trained, 4 reused from the run folder"``; empty without jobs."""
+    if not jobs:
+        return ""
+    reused = f", {jobs['reused']} reused from the run folder (not trained again)" if jobs.get("reused") else ""
+    return f"{jobs['trained']} trained{reused}"
 
 
 def all_findings(dicts: Sequence[dict]) -> list[dict]:
@@ -286,6 +304,8 @@ def render_markdown(doc: dict) -> str:
         out += [_md(_graph_header(doc)), ""]
     out.append("Verdicts: " + ", ".join(f"{k} {v}" for k, v in doc["summary"].items() if v))
     out.append("")
+    if doc.get("jobs"):
+        out += [f"Training jobs: {jobs_text(doc['jobs'])}.", ""]
     if doc.get("audit"):
         out.extend(_md_audit(doc["audit"]))
     out.extend(summary_table_markdown(doc["claims"]).split("\n"))
@@ -481,6 +501,8 @@ def _md_claim(d: dict) -> list[str]:
         out += [f"*Causal graph:* {_md(_graph_line(d))}", ""]
         if d["graph"].get("figure"):
             out += [f"![{d['id']} user graph]({d['graph']['figure']})", ""]
+    if d.get("jobs"):
+        out += [f"*Training jobs:* {jobs_text(d['jobs'])}", ""]
     for t in d["tiers"]:
         out.append(f"### {t['tier']} — {t['verdict']} ({t['elapsed_s']:.1f} s)")
         out.append("")
@@ -571,6 +593,8 @@ def render_html(doc: dict, out_dir: Path) -> str:
              + (f", prior <code>{_e(doc['prior'])}</code>" if doc.get("prior") else "")
              + f". Commit <code>{_e(doc['git_commit'])}</code>, {_e(doc['created'])}, {_e(doc['elapsed_s'])} s.</p>",
              "<p>" + " ".join(f"{_badge(k)} {v}" for k, v in doc["summary"].items() if v) + "</p>"]
+    if doc.get("jobs"):
+        parts.append(f"<p>Training jobs: {_e(jobs_text(doc['jobs']))}.</p>")
     if _graph_header(doc):
         parts.append(f"<p>{_e(_graph_header(doc))}</p>")
     if doc.get("audit"):
@@ -695,6 +719,8 @@ def _html_claim(d: dict, out_dir: Path) -> list[str]:
         out.append(f"<p><i>Causal graph:</i> {_e(_graph_line(d))}</p>")
         if d["graph"].get("figure"):
             out.append(_html_figure(d, d["graph"]["figure"], out_dir))
+    if d.get("jobs"):
+        out.append(f"<p><i>Training jobs:</i> {_e(jobs_text(d['jobs']))}</p>")
     for t in d["tiers"]:
         out.append(f"<h3>{_e(t['tier'])} {_badge(t['verdict'])} <span class=\"muted\">({t['elapsed_s']:.1f} s)</span></h3>")
         out.append(f"<p>{_e(t['summary'])}</p>")

@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import stat
 import time
 from dataclasses import dataclass, field
@@ -27,8 +28,9 @@ from typing import Any, Callable, Sequence
 
 from sim.claims.base import PROFILES, Claim, Context, crash_result
 from sim.seeds import derive_seed
-from sim.files import (MAX_JSON_DEPTH, RUN_SCHEMA, RunError, atomic_write_text, dump_json, json_depth,
-                       read_claim_result, read_run_json)
+from sim.claims.jobs import job_counts
+from sim.files import (MAX_JSON_DEPTH, RUN_SCHEMA, RunError, atomic_write_text, dump_json, environment_failure,
+                       json_depth, read_claim_result, read_run_json)
 from sim.verdict import ClaimResult, Outcome, Verdict, combine_verdicts, headline, to_jsonable
 
 __all__ = ["RunConfig", "RunError", "evaluate_claim", "run", "graph_claims", "check_out_dir", "atomic_write_text",
@@ -92,10 +94,15 @@ class RunConfig:
 
 
 def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None,
-                   progress: Callable[[str], None] = lambda m: None, corpus=None) -> ClaimResult:
+                   progress: Callable[[str], None] = lambda m: None, corpus=None, execution=None,
+                   on_job: Callable[[dict], None] | None = None) -> ClaimResult:
     """Run the tiers of ``claim`` that ``config.profile`` asks for. Never raises for a crash
-    inside a check: that tier becomes ERROR with its traceback. ``corpus`` (a
-    :class:`sim.corpus.Corpus`, or None): the property tier replays it first; FAILs are stored in it.
+    inside a check: that tier becomes ERROR with its traceback; a failure of the run's environment
+    (a full disk, an unwritable folder, a lost Dask scheduler) is raised as a
+    :class:`~sim.files.RunEnvironmentError`. ``corpus`` (a :class:`sim.corpus.Corpus`, or None):
+    the property tier replays it first; FAILs are stored in it. ``execution`` (a
+    :class:`sim.claims.jobs.Execution`, None: this machine): where the training jobs run;
+    ``on_job`` is told as each one finishes.
 
     With ``config.graph``, a claim that takes a graph (``claim.graph_input``) runs on it: its
     settings name the user's graph in place of its own
@@ -107,7 +114,7 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         overrides.update(claim.graph_input.overrides(given, {**claim.settings.get(config.profile, {}), **overrides}))
     ctx = Context(claim=claim, profile=config.profile, seed=config.seed, out_dir=Path(out_dir),
                   device=config.device, prior=prior, z=config.z, progress=progress, overrides=overrides,
-                  corpus=corpus)
+                  corpus=corpus, execution=execution, on_job=on_job)
     t0 = time.perf_counter()
     tiers = claim.tiers_for(config.profile)
     if "tiers" in ctx.overrides:  # e.g. tests running one tier
@@ -121,6 +128,9 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         except KeyboardInterrupt:  # a real Ctrl-C ends the run, leaving it resumable
             raise
         except BaseException as exc:  # a crash (or an exit) is that claim's ERROR, never the run's end
+            failure = environment_failure(exc)
+            if failure is not None:  # but a full disk or a lost scheduler is the run's: --resume continues it
+                raise failure from None
             res = crash_result(tier, exc)
         _draw_counterexamples(ctx, res)
         if corpus is not None:
@@ -139,7 +149,8 @@ def evaluate_claim(claim: Claim, config: RunConfig, out_dir: Path, *, prior=None
         verdict=verdict, tiers=results,
         seed=ctx.seed_for("claim"), config_hash=config.digest(),
         elapsed_s=round(time.perf_counter() - t0, 3), note=note, primary_reading=primary,
-        headline=headline(verdict, (f for r in results for f in r.findings)), graph=graph)
+        headline=headline(verdict, (f for r in results for f in r.findings)), graph=graph,
+        jobs=job_counts(ctx.job_log))
 
 
 def _given_graph(claim: Claim, config: RunConfig):
@@ -193,7 +204,7 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
     off), up to their own cap ``<key>_cap`` where the settings give one: a part whose criterion is
     decided with a wide margin on a few seeds need not grow with the one that needs many. Seeds
     already trained are reused (``ctx.memo``)."""
-    from sim.sequential import Look, SeedSchedule, SequentialRun, decide_sequentially
+    from sim.sequential import Look, SeedSchedule, SequentialRun, decide_sequentially, look_overrides
 
     s = ctx.settings
     key = s.get("seeds_key", "seeds")
@@ -211,13 +222,11 @@ def _run_tier(ctx: Context, claim: Claim, tier: str):
             res.numbers.append(run.number())
         return res
     schedule = SeedSchedule.from_settings(s, key)
-    also = tuple(s.get("seeds_also", ()))
 
     def look(n: int, z_look: float):
         ctx.progress(f"{claim.id} [{tier}] {n} seeds")
         # dataclasses.replace keeps the same memo_store: the looks share their trained seeds
-        following = {k: min(n, int(s.get(f"{k}_cap", n))) for k in also if s.get(k)}
-        look_ctx = dataclasses.replace(ctx, z=z_look, overrides={**ctx.overrides, key: n, **following})
+        look_ctx = dataclasses.replace(ctx, z=z_look, overrides={**ctx.overrides, **look_overrides(s, key, n)})
         res = _checked(claim.checks[tier](look_ctx), claim, tier)
         outcome = _LOOK_OUTCOME.get(res.verdict, Outcome.HELD)  # ERROR: stop and report it
         return outcome, res, f"{res.verdict.value}: {res.summary[:300]}"
@@ -357,7 +366,8 @@ def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool, claim_ids: Sequ
 
     A fresh run writes into a new or empty folder, or into an earlier icl-verify run's folder
     (its run.json says so), where it removes only what that run wrote: its per-claim results,
-    its figures (named ``<claim id>-*.png``) and its four reports. Anything else is refused, but
+    its figures (named ``<claim id>-*.png``), its training jobs' records (``jobs/<claim id>/``) and
+    its four reports. Anything else is refused, but
     for a ``corpus`` folder (the default counterexample corpus, kept from run to run)."""
     old = _check_dir(out_dir, config, resume)
     if resume or old is None:
@@ -371,6 +381,9 @@ def _prepare_dir(out_dir: Path, config: RunConfig, resume: bool, claim_ids: Sequ
             path.unlink()
     for name in ("results.json", "report.md", "report.html", "junit.xml"):
         (out_dir / name).unlink(missing_ok=True)
+    for cid in owned:  # the training jobs' records (sim.claims.jobs): a fresh run trains afresh
+        if (out_dir / "jobs" / cid).is_dir():
+            shutil.rmtree(out_dir / "jobs" / cid)
 
 
 class _FolderLock:
@@ -428,12 +441,21 @@ def _alive(pid: int) -> bool:
 
 def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = None, resume: bool = False,
         prior=None, show_progress: bool = True, audit=None, corpus=None,
-        jobs: int = 1) -> tuple[Path, list[dict[str, Any]]]:
+        jobs: int = 1, execution=None, eta=None) -> tuple[Path, list[dict[str, Any]]]:
     """Evaluate ``claims`` and write the run folder; returns ``(out_dir, claim dicts)``.
 
     ``jobs``: how many claims are evaluated at once, each in a worker process (:mod:`sim.lanes`;
     the numbers are the same as with 1); 1 evaluates them one after another in this process. A
     prior that cannot be sent to another process (e.g. one a user's file defines) runs with 1.
+
+    ``execution`` (a :class:`sim.claims.jobs.Execution`, None: this machine): where the claims'
+    training jobs run, e.g. on a Dask cluster; the numbers do not depend on it. ``eta`` (a
+    :class:`sim.plan.Eta`, or None): told as jobs and claims finish, it gives the progress bar its
+    estimate of the time left.
+
+    A failure of the run's environment (a full disk, an output folder that became unwritable, a
+    lost Dask scheduler) raises :class:`~sim.files.RunEnvironmentError` naming the file, folder or
+    address; what had finished (claims, training jobs) is kept for ``--resume``.
 
     ``corpus`` (a :class:`sim.corpus.Corpus`, or None for none): the counterexample corpus the
     claims replay and store their FAILs in.
@@ -454,8 +476,14 @@ def run(config: RunConfig, claims: Sequence[Claim], *, out_dir: Path | None = No
         raise RunError(f"cannot write to --out {out_dir}: {exc.strerror or exc}") from None
     _probe_writable(out_dir)
     with _FolderLock(out_dir):
-        return _run_locked(config, claims, out_dir, resume=resume, prior=prior, show_progress=show_progress,
-                           audit=audit, corpus=corpus, jobs=jobs)
+        try:
+            return _run_locked(config, claims, out_dir, resume=resume, prior=prior, show_progress=show_progress,
+                               audit=audit, corpus=corpus, jobs=jobs, execution=execution, eta=eta)
+        except OSError as exc:  # writing the run folder failed under way
+            failure = environment_failure(exc, out_dir)
+            if failure is None:
+                raise
+            raise failure from None
 
 
 def graph_claims(config: RunConfig, claims: Sequence[Claim]) -> list[Claim]:
@@ -484,7 +512,8 @@ def graph_claims(config: RunConfig, claims: Sequence[Claim]) -> list[Claim]:
     return takers
 
 
-def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, audit, corpus=None, jobs=1):
+def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, audit, corpus=None, jobs=1,
+                execution=None, eta=None):
     from sim.report import write_reports
 
     _prepare_dir(out_dir, config, resume, [c.id for c in claims])
@@ -509,17 +538,25 @@ def _run_locked(config, claims, out_dir: Path, *, resume, prior, show_progress, 
         data, text = _serialised(result)
         atomic_write_text(out_dir / "results" / f"{claims[k].id}.json", text)
         found[k] = data
+        if eta is not None:
+            eta.claim_done(claims[k].id)
         bar.update(1)
+
+    def with_eta(message: str) -> str:
+        left = eta.text() if eta is not None else ""
+        return f"{message} | {left}" if left else message
 
     try:
         if jobs > 1 and len(todo) > 1 and _lanes_can_take(prior):
             _evaluate_in_lanes(config, [claims[k] for k in todo], jobs, out_dir, prior, corpus, bar,
-                               lambda i, result: finished(todo[i], result))
+                               lambda i, result: finished(todo[i], result), execution=execution, eta=eta,
+                               with_eta=with_eta)
         else:
             for k in todo:
                 bar.set_description(claims[k].id)
-                finished(k, evaluate_claim(claims[k], config, out_dir, prior=prior, corpus=corpus,
-                                           progress=lambda m: bar.set_postfix_str(m, refresh=True)))
+                finished(k, evaluate_claim(claims[k], config, out_dir, prior=prior, corpus=corpus, execution=execution,
+                                           progress=lambda m: bar.set_postfix_str(with_eta(m), refresh=True),
+                                           on_job=eta.job_done if eta is not None else None))
     finally:
         bar.close()
     dicts = [found[k] for k in range(len(claims))]
@@ -539,7 +576,8 @@ def _lanes_can_take(prior) -> bool:
     return prior is None or picklable(prior)
 
 
-def _evaluate_in_lanes(config, claims, jobs: int, out_dir: Path, prior, corpus, bar, finished) -> None:
+def _evaluate_in_lanes(config, claims, jobs: int, out_dir: Path, prior, corpus, bar, finished, *, execution=None,
+                       eta=None, with_eta=lambda m: m) -> None:
     """``claims`` on ``jobs`` lanes (:func:`sim.lanes.evaluate_in_lanes`), the bar naming the claims
     under way and the latest message of each; a lane's corpus counts and warnings join ``corpus``'s."""
     from sim.lanes import evaluate_in_lanes
@@ -549,7 +587,7 @@ def _evaluate_in_lanes(config, claims, jobs: int, out_dir: Path, prior, corpus, 
     def progress(i: int, message: str) -> None:
         running[i] = message
         bar.set_description(", ".join(claims[j].id for j in sorted(running)))
-        bar.set_postfix_str(" | ".join(running[j] for j in sorted(running)), refresh=True)
+        bar.set_postfix_str(with_eta(" | ".join(running[j] for j in sorted(running))), refresh=True)
 
     def done(i: int, outcome) -> None:
         running.pop(i, None)
@@ -570,7 +608,9 @@ def _evaluate_in_lanes(config, claims, jobs: int, out_dir: Path, prior, corpus, 
 
     evaluate_in_lanes(claims, jobs, evaluate=evaluate_claim, plugins=list(config.plugins), finished=done,
                       progress=progress, lost=lost,
-                      kwargs={"config": config, "out_dir": out_dir, "prior": prior, "corpus": corpus})
+                      job_done=(lambda i, e: eta.job_done(e)) if eta is not None else None,
+                      kwargs={"config": config, "out_dir": out_dir, "prior": prior, "corpus": corpus,
+                              "execution": execution})
 
 
 def _saved_result(path: Path) -> dict | None:

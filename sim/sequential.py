@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 from sim.verdict import Number, Outcome
 
 __all__ = ["SeedSchedule", "Look", "SequentialRun", "decide_sequentially", "bonferroni_z", "doubling_grid",
-           "CORRECTION"]
+           "CORRECTION", "look_overrides"]
 
 #: How the error rate is controlled across looks, as the report says it.
 CORRECTION = "Bonferroni over the planned looks"
@@ -152,6 +152,14 @@ class SequentialRun:
         return {"seeds used": self.seeds_used, "stop": self.stop_reason(), "correction": CORRECTION,
                 "planned looks": self.schedule.sizes(), "z per look": self.schedule.z_look(self.z),
                 "looks": [{"seeds": lk.seeds, "outcome": lk.outcome.value, "line": lk.line} for lk in self.looks]}
+
+
+def look_overrides(settings: Mapping[str, Any], key: str, n: int) -> dict[str, int]:
+    """The settings a look at ``n`` seeds runs with: ``key`` (the seeds setting) at ``n``, and each key
+    named in ``seeds_also`` that is set (and not 0) following it up to its own cap ``<key>_cap``."""
+    also = tuple(settings.get("seeds_also", ()))
+    following = {k: min(n, int(settings.get(f"{k}_cap", n))) for k in also if settings.get(k)}
+    return {key: n, **following}
 
 
 def decide_sequentially(schedule: SeedSchedule, z: float,

@@ -25,6 +25,11 @@ Executors
 ``serial``
     in this process, one after another (CUDA runs, debugging).
 
+A run may also hand objects back to the process that ran the sweep without writing them: it
+returns :class:`Kept` ``(record, objects)`` (e.g. the trained weights a later check reads);
+``record`` is written as always, ``objects`` land in :attr:`SweepResult.kept` only (a record
+reused from disk has none).
+
 Every executor runs ``fn`` with torch limited to one thread (``torch.set_num_threads(1)``),
 so runs do not oversubscribe a node and the same seeds give the same numbers on every
 executor.
@@ -47,16 +52,35 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from sim.threads import limit_process_threads
 from sim.files import atomic_write_text
 
-__all__ = ["map_runs", "worker_messages", "stop_worker_processes", "EXECUTORS", "SweepError", "SweepResult", "grid", "run_id", "run_sweep", "selftest_run",
-           "deterministic_part"]
+__all__ = ["Kept", "map_runs", "worker_messages", "stop_worker_processes", "EXECUTORS", "SweepError", "SweepResult", "grid", "run_id", "run_sweep", "selftest_run",
+           "deterministic_part", "RunStore", "function_name"]
 
 EXECUTORS = ("local", "dask", "serial")
 #: Bumped when the meaning of a run record changes, so stale records are not reused.
 FORMAT = 1
 
 
+@dataclass(frozen=True)
+class Kept:
+    """A run's result with objects for the driver's memory: ``record`` (JSON-able) is written
+    to ``runs/<id>.json`` as any result; ``objects`` (picklable) come back to the process that
+    called :func:`run_sweep`, in :attr:`SweepResult.kept`, and are never written."""
+
+    record: dict
+    objects: Any
+
+
 class SweepError(RuntimeError):
     """A sweep could not start (bad executor, missing address, dask not installed...)."""
+
+
+class SchedulerLost(SweepError):
+    """The Dask scheduler at ``address`` stopped answering while runs were under way: an
+    environment failure, not a failed run (the runs that finished are kept)."""
+
+    def __init__(self, address: str, detail: str):
+        super().__init__(f"lost the Dask scheduler at {address}: {detail}")
+        self.address = address
 
 
 def grid(base: Mapping[str, Any] | None = None, **axes: Sequence[Any]) -> list[dict[str, Any]]:
@@ -70,7 +94,9 @@ def grid(base: Mapping[str, Any] | None = None, **axes: Sequence[Any]) -> list[d
     return [{**base, **dict(zip(names, values))} for values in itertools.product(*(list(axes[n]) for n in names))]
 
 
-def _fn_name(fn) -> str:
+def function_name(fn) -> str:
+    """``"module:function"`` for a module-level function (how a worker imports it), or ``fn`` itself
+    when it is already such a name; a :class:`SweepError` for one a worker cannot import."""
     if isinstance(fn, str):
         if ":" not in fn:
             raise SweepError(f"a run function is named 'module:function', got {fn!r}")
@@ -80,6 +106,9 @@ def _fn_name(fn) -> str:
         raise SweepError(f"run function {name} cannot be imported by a worker; define it at module level "
                          "in an importable module")
     return name
+
+
+_fn_name = function_name
 
 
 def _resolve(fn_name: str) -> Callable[[Mapping[str, Any]], dict]:
@@ -108,7 +137,8 @@ def _execute(fn_name: str, params: Mapping[str, Any]) -> dict[str, Any]:
 @dataclass
 class SweepResult:
     """What a sweep produced: ``records[id]`` for every finished run (this call's and the
-    reused ones), ``failed[id]`` the reason for every run that did not finish."""
+    reused ones), ``failed[id]`` the reason for every run that did not finish, ``kept[id]``
+    the objects of every run of this call that returned :class:`Kept`."""
 
     out_dir: Path
     ids: list[str]
@@ -118,6 +148,7 @@ class SweepResult:
     reused: int = 0
     seconds: float = 0.0
     reused_ids: set[str] = field(default_factory=set)
+    kept: dict[str, Any] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -139,16 +170,23 @@ def deterministic_part(record: Any) -> Any:
     return record
 
 
-class _Store:
+class RunStore:
+    """The finished runs of one function in a folder: ``runs/<id>.json``, each written atomically
+    (:func:`sim.files.atomic_write_text`) the moment its run finishes, and ``failed/<id>.json`` for
+    the runs that did not. A record is reused only for the same function and the same ``params``
+    (compared after a JSON round trip); a damaged file is a missing one. :func:`run_sweep` keeps its
+    grid here, and :func:`sim.claims.jobs.run_jobs` a claim's training jobs."""
+
     def __init__(self, out_dir: Path, fn_name: str):
         self.out_dir = Path(out_dir)
-        self.fn = fn_name
-        (self.out_dir / "runs").mkdir(parents=True, exist_ok=True)
+        self.fn = fn_name  # the folders are made by the first write
 
     def path(self, rid: str) -> Path:
+        """Where the record of run ``rid`` is (or will be)."""
         return self.out_dir / "runs" / f"{rid}.json"
 
     def load(self, rid: str, params) -> dict | None:
+        """The record of run ``rid`` made by this function with these ``params``, or None."""
         p = self.path(rid)
         if not p.exists():
             return None
@@ -159,6 +197,7 @@ class _Store:
         return rec if rec.get("fn") == self.fn and rec.get("params") == json.loads(json.dumps(params)) else None
 
     def save(self, rid: str, params, out: dict) -> dict:
+        """Write run ``rid``'s record (``out``: its result and timing) and forget an earlier failure."""
         rec = {"id": rid, "fn": self.fn, "params": params, "format": FORMAT,
                "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **out}
         atomic_write_text(self.path(rid), json.dumps(rec, default=str))
@@ -166,6 +205,7 @@ class _Store:
         return rec
 
     def fail(self, rid: str, params, reason: str) -> None:
+        """Record why run ``rid`` did not finish."""
         atomic_write_text(self.out_dir / "failed" / f"{rid}.json",
                           json.dumps({"id": rid, "fn": self.fn, "params": params, "reason": reason,
                                       "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, default=str))
@@ -193,7 +233,7 @@ def run_sweep(fn, params_list: Sequence[Mapping[str, Any]], out_dir: str | os.Pa
         raise SweepError(f"unknown executor {executor!r}; expected one of {', '.join(EXECUTORS)}")
     fn_name = _fn_name(fn)
     out = Path(out_dir)
-    store = _Store(out, fn_name)
+    store = RunStore(out, fn_name)
     params_list = [json.loads(json.dumps(dict(p), default=str)) for p in params_list]
     ids = [run_id(fn_name, p) for p in params_list]
     res = SweepResult(out_dir=out, ids=ids, params=params_list)
@@ -217,6 +257,9 @@ def run_sweep(fn, params_list: Sequence[Mapping[str, Any]], out_dir: str | os.Pa
     def finished(rid: str, out_or_error) -> None:
         done[0] += 1
         if isinstance(out_or_error, dict):
+            if isinstance(out_or_error["result"], Kept):
+                res.kept[rid] = out_or_error["result"].objects
+                out_or_error = {**out_or_error, "result": out_or_error["result"].record}
             res.records[rid] = store.save(rid, todo[rid], out_or_error)
             say(f"run {done[0]}/{total} finished ({rid})")
         else:
@@ -231,12 +274,15 @@ def run_sweep(fn, params_list: Sequence[Mapping[str, Any]], out_dir: str | os.Pa
 
 
 def map_runs(fn, params_list: Sequence[Mapping[str, Any]], *, executor: str = "local", workers: int | None = None,
-             address: str | None = None, client=None, progress: Callable[[str], None] | None = None) -> list[Any]:
+             address: str | None = None, client=None, progress: Callable[[str], None] | None = None,
+             on_result: Callable[[int, Any, float], None] | None = None) -> list[Any]:
     """``[fn(p) for p in params_list]`` on an executor, kept in memory: the grid runner of
-    :func:`run_sweep` for runs whose results are Python objects (a trained model) that need no
-    record on disk, so any picklable ``params`` and result will do. Results come back in
-    ``params_list`` order, each computed with torch at one thread; the first run that fails
-    raises :class:`SweepError` with its traceback, and the workers are stopped."""
+    :func:`run_sweep` for runs whose results are Python objects (a trained model), so any
+    picklable ``params`` and result will do. Results come back in ``params_list`` order, each
+    computed with torch at one thread; the first run that fails raises :class:`SweepError` with its
+    traceback, and the workers are stopped. ``on_result(index, result, seconds)`` is called here,
+    in the caller's process, the moment each run finishes (in the order they finish), e.g. to
+    write a record of it (:func:`sim.claims.jobs.run_jobs`)."""
     if executor not in EXECUTORS:
         raise SweepError(f"unknown executor {executor!r}; expected one of {', '.join(EXECUTORS)}")
     fn_name = _fn_name(fn)
@@ -248,6 +294,8 @@ def map_runs(fn, params_list: Sequence[Mapping[str, Any]], *, executor: str = "l
         if not isinstance(out_or_error, dict):
             raise SweepError(f"run {int(rid) + 1} of {len(todo)} ({fn_name}) failed:\n{out_or_error}")
         results[rid] = out_or_error["result"]
+        if on_result is not None:
+            on_result(int(rid), results[rid], float(out_or_error.get("elapsed_s", 0.0)))
         say(f"{len(results)}/{len(todo)} runs finished")
 
     if todo:
@@ -381,10 +429,16 @@ def _run_dask(fn_name, todo, finished, *, address=None, client=None) -> None:
             client = Client(address, timeout="30s")
         except (OSError, TimeoutError) as exc:
             raise SweepError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    where = address or getattr(getattr(client, "scheduler", None), "address", "the client's scheduler")
+
     def outcome(fut):
         try:
             return fut.result()
-        except Exception as exc:  # KilledWorker, or the run raised on the worker
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # KilledWorker, the run raised on the worker, or the scheduler is gone
+            if _scheduler_gone(client, exc):
+                raise SchedulerLost(where, f"{type(exc).__name__}: {exc}".rstrip(": ")) from None
             return f"{type(exc).__name__}: {exc}"
         finally:
             fut.release()
@@ -409,11 +463,23 @@ def _run_dask(fn_name, todo, finished, *, address=None, client=None) -> None:
             client.close()
 
 
+def _scheduler_gone(client, exc: BaseException) -> bool:
+    """Whether ``exc`` (raised by a future's result) means the scheduler went away rather than the run
+    failing: the future was cancelled, or the client no longer talks to a running scheduler."""
+    import asyncio
+    import concurrent.futures
+
+    if isinstance(exc, (asyncio.CancelledError, concurrent.futures.CancelledError)):
+        return True
+    return getattr(client, "status", "running") not in ("running", "connecting")  # e.g. a closed comm
+
+
 # ------------------------------------------------------------------------------ self-test ---
 def selftest_run(params: Mapping[str, Any]) -> dict[str, Any]:
-    """A cheap run for testing executors: ``params = {"seed", "n", "crash_if": path?, "sleep": s?}``.
+    """A cheap run for testing executors: ``params = {"seed", "n", "crash_if": path?, "sleep": s?, "keep": bool?}``.
 
-    Returns ``n`` normal draws from ``seed`` and the torch threads the worker runs with.
+    Returns ``n`` normal draws from ``seed`` and the torch threads the worker runs with
+    (with ``keep``: as :class:`Kept`, the draws also as a numpy array for the driver's memory).
     If the file ``crash_if`` exists, the worker process dies on the spot (``os._exit``), as
     a killed or lost worker would.
     """
@@ -431,4 +497,5 @@ def selftest_run(params: Mapping[str, Any]) -> dict[str, Any]:
     except ImportError:  # pragma: no cover
         threads = None
     values = np.random.default_rng(int(params.get("seed", 0))).normal(size=int(params.get("n", 4)))
-    return {"values": values.tolist(), "torch_threads": threads}
+    record = {"values": values.tolist(), "torch_threads": threads}
+    return Kept(record, {"values": values}) if params.get("keep") else record

@@ -9,8 +9,9 @@ is: set the stage's learning rate, sample, forward, ``zero_grad``, backward, cli
 gradient norm (``grad_clip``), optimiser step. Stages train named parameter groups in turn
 (N's two-stage gradient descent: stage 1 trains ``A1`` with ``A2`` frozen, stage 2 trains
 ``A2``), with weight decay on the named parameters ``decay_params`` (coupled L2 for Adam and
-SGD, decoupled for AdamW). Every ``log_every`` steps the loss is logged next to the
-Bayes-optimal loss when a baseline is given, and optional probes record mechanism
+SGD, decoupled for AdamW) and, optionally, a learning-rate factor per parameter-name prefix
+(``lr_factors``: G's slowed first attention layer). Every ``log_every`` steps the loss is
+logged next to the Bayes-optimal loss when a baseline is given, and optional probes record mechanism
 readouts (time to mechanism). An evaluation hook ``evaluate(model, step, losses)`` runs at
 step 0 and after the steps ``eval_at`` chooses, sees the training losses since the previous
 evaluation and may stop training (the papers' evaluation schedules and stopping rules live
@@ -52,6 +53,10 @@ class Stage:
     decay as an L2 term in the gradient), ``adamw`` (``torch.optim.AdamW``, decoupled weight
     decay ``p <- p - lr wd p``) or ``sgd`` (plain gradient descent); ``betas`` are Adam's and
     AdamW's moment decay rates.
+
+    ``lr_factors``: ``((prefix, factor), ...)``; a trained parameter whose name starts with
+    ``prefix`` (the first match in order) trains at ``factor * lr`` (its weight decay, which
+    AdamW scales by the rate, with it). Factors 1 train exactly as without them.
     """
 
     steps: int
@@ -62,6 +67,7 @@ class Stage:
     weight_decay: float = 0.0
     decay_params: tuple[str, ...] = ()
     betas: tuple[float, float] = (0.9, 0.999)
+    lr_factors: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self):
         if self.steps < 0:
@@ -74,6 +80,10 @@ class Stage:
         if len(betas) != 2 or not all(0 <= b < 1 for b in betas):
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
         object.__setattr__(self, "betas", tuple(float(b) for b in betas))
+        factors = tuple((str(p), float(f)) for p, f in self.lr_factors)  # a JSON list of pairs is stored as tuples
+        if any(not f > 0 or math.isinf(f) for _, f in factors):
+            raise ValueError(f"lr_factors must be finite and positive, got {self.lr_factors!r}")
+        object.__setattr__(self, "lr_factors", factors)
         if self.schedule not in ("constant", "cosine"):
             raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.schedule!r}")
 
@@ -140,20 +150,28 @@ def _stage_params(model: torch.nn.Module, stage: Stage) -> list[torch.nn.Paramet
 
 
 def _optimizer(stage: Stage, named):
-    decayed = [p for n, p in named if not stage.decay_params or any(n.startswith(k) for k in stage.decay_params)]
+    decayed = [(n, p) for n, p in named if not stage.decay_params or any(n.startswith(k) for k in stage.decay_params)]
     if not decayed:
         raise ValueError(f"decay_params {stage.decay_params} match none of the trained parameters "
                          f"{[n for n, _ in named]}")
-    rest = [p for n, p in named if all(p is not q for q in decayed)]
-    groups = [{"params": decayed, "weight_decay": stage.weight_decay}]
-    if rest:
-        groups.append({"params": rest, "weight_decay": 0.0})
+    rest = [(n, p) for n, p in named if all(p is not q for _, q in decayed)]
+    groups = []
+    for members, wd in ((decayed, stage.weight_decay), (rest, 0.0)):
+        by_factor: dict[float, list] = {}  # one group per rate factor (all factors 1: the two groups as ever)
+        for n, p in members:
+            by_factor.setdefault(_lr_factor(stage, n), []).append(p)
+        groups += [{"params": ps, "weight_decay": wd, "lr_factor": f} for f, ps in by_factor.items()]
     if stage.optimizer == "adam":
         return torch.optim.Adam(groups, lr=stage.lr, betas=stage.betas)
     if stage.optimizer == "adamw":
         # foreach: one multi-tensor kernel per update step instead of one per parameter tensor
         return torch.optim.AdamW(groups, lr=stage.lr, betas=stage.betas, foreach=True)
     return torch.optim.SGD(groups, lr=stage.lr)
+
+
+def _lr_factor(stage: Stage, name: str) -> float:
+    """The rate factor of parameter ``name``: the first of ``stage.lr_factors`` whose prefix it starts with, else 1."""
+    return next((f for prefix, f in stage.lr_factors if name.startswith(prefix)), 1.0)
 
 
 def _lr_at(stage: Stage, k: int) -> float:
@@ -255,7 +273,7 @@ def train(model: torch.nn.Module, sample: Callable[[torch.Generator, int], Any],
         for s in range(max(start_step, stage_start), step):
             k = s - stage_start
             for group in opt.param_groups:
-                group["lr"] = _lr_at(stage, k)
+                group["lr"] = _lr_at(stage, k) * group.get("lr_factor", 1.0)
             batch = sample(gen, s)
             loss = loss_fn(model, batch) if loss_fn is not None else model.loss(batch)
             opt.zero_grad(set_to_none=True)
@@ -375,7 +393,7 @@ def train_batched(models, samples, config: TrainConfig, seeds, *, device: str = 
         opt = _optimizer(stage, [(n[len("model."):], stacked[n]) for n in names])
         for k_step in range(stage.steps):
             for group in opt.param_groups:
-                group["lr"] = _lr_at(stage, k_step)
+                group["lr"] = _lr_at(stage, k_step) * group.get("lr_factor", 1.0)
             batch, dims = batch_of(step)
             if dims != vmapped_dims:  # one vmapped loss per batch structure, not one per step
                 vmapped_dims = dims

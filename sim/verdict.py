@@ -275,6 +275,9 @@ class ClaimResult:
     # The user's causal graph the claim ran on (``run --graph``): name, nodes, edges, the settings it
     # replaced, why, and its figure; None when it ran on its own graphs.
     graph: dict[str, Any] | None = None
+    # The claim's training jobs (sim.claims.jobs.run_jobs): how many were trained here and how many
+    # were reused from the run folder (an interrupted run's records); None when it trains nothing.
+    jobs: dict[str, int] | None = None
 
 
 def headline(verdict: Verdict, findings: Iterable[Finding]) -> str:

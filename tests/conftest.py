@@ -5,6 +5,7 @@ profile registered while another is active inherits from it; ours derive from th
 default profile explicitly so local and CI runs search the same way.
 """
 import os
+import tempfile
 
 import pytest
 import torch
@@ -30,6 +31,11 @@ torch.set_num_threads(1)
 # the test's own process (monkeypatched functions, pytest-xdist's cores), unless one asks for lanes
 # with --jobs; subprocesses the tests start inherit this.
 os.environ.setdefault("ICL_VERIFY_JOBS", "1")
+# The cost plan's calibration cache (sim.plan, under $XDG_CACHE_HOME) goes to a scratch folder, never the
+# user's ~/.cache; matplotlib keeps reading its font cache where it was.
+os.environ.setdefault("MPLCONFIGDIR", os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                   os.path.join(os.path.expanduser("~"), ".cache"), "matplotlib"))
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="icl-verify-test-cache-")
 
 
 class _DeviceLog(torch.overrides.TorchFunctionMode):

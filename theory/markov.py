@@ -308,12 +308,15 @@ def stationary_batch(P) -> np.ndarray:
     out = np.full((n, d), np.nan)
     if n == 0:
         return out.reshape(batch + (d,))
-    reach = (flat > 0) | np.eye(d, dtype=bool)
-    steps = 1
-    while steps < d:  # boolean squaring: paths of length up to 2^k
-        reach = np.einsum("bij,bjk->bik", reach.astype(np.int64), reach.astype(np.int64)) > 0
-        steps *= 2
-    irreducible = reach.all(axis=(1, 2))
+    irreducible = (flat > 0).all(axis=(1, 2))  # a positive matrix is irreducible: no paths to count
+    rest = np.flatnonzero(~irreducible)
+    if len(rest):
+        reach = (flat[rest] > 0) | np.eye(d, dtype=bool)
+        steps = 1
+        while steps < d:  # boolean squaring: paths of length up to 2^k
+            reach = np.einsum("bij,bjk->bik", reach.astype(np.int64), reach.astype(np.int64)) > 0
+            steps *= 2
+        irreducible[rest] = reach.all(axis=(1, 2))
     idx = np.flatnonzero(irreducible)
     if len(idx):
         A = flat[idx] / flat[idx].sum(axis=2, keepdims=True)  # as stationary() does: round-off drift

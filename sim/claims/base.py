@@ -243,6 +243,10 @@ class Claim:
     #: Claims whose trained models this one reuses from its process's memory (N.K4 evaluates N.K1's):
     #: a run evaluates it after them, in the same process (:mod:`sim.lanes`).
     reuses: tuple[str, ...] = ()
+    #: Per tier, ``Context -> list of sim.claims.jobs.PlannedJob``: the jobs the tier trains at the
+    #: context's settings, built by the code its check builds them with but not trained (the cost
+    #: plan, ``icl-verify plan``). A trained tier without one is listed with no estimate.
+    jobs: Mapping[str, Callable[["Context"], list]] = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not CLAIM_ID.fullmatch(self.id):
@@ -251,6 +255,9 @@ class Claim:
         unknown = set(self.checks) - set(TIERS)
         if unknown:
             raise ValueError(f"claim {self.id}: unknown tiers {sorted(unknown)}")
+        if set(self.jobs) - set(self.checks):
+            raise ValueError(f"claim {self.id}: jobs for tiers {sorted(set(self.jobs) - set(self.checks))} that have "
+                             "no check")
         if self.decided_by not in PROFILES:
             raise ValueError(f"claim {self.id}: decided_by must be one of {PROFILES}")
         for p, s in self.settings.items():
@@ -303,6 +310,14 @@ class Context:
     # Trained models kept for the claim's later looks (a sequential decision adds seeds; the
     # seeds it already trained are the same models): key -> object, see :meth:`memo`.
     memo_store: dict = field(default_factory=dict, repr=False, compare=False)
+    #: Where the claim's training jobs run (a :class:`sim.claims.jobs.Execution`; None: this machine).
+    execution: Any = None
+    #: One entry per training job of this evaluation, trained or reused from the run folder
+    #: (:func:`sim.claims.jobs.run_jobs`; shared by the looks of a sequential decision).
+    job_log: list = field(default_factory=list, repr=False, compare=False)
+    #: Called with ``{"claim", "id", "seconds"}`` as each training job finishes, and with ``"reused": True``
+    #: for one taken from the run folder (the run's ETA).
+    on_job: Callable[[dict], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def settings(self) -> Mapping[str, Any]:

@@ -59,6 +59,28 @@ REDUCED: dict[tuple[str, str], str | Skip] = {
         Skip("mutation testing runs the helpers' tests once per mutant: far beyond a test's budget"),
     ("docs/development.md", 'make report RUN_ARGS="--out reports/quick-release"'):
         "make report RUN_ARGS=\"--claims W.L1 --out {tmp}/release\"",
+    # the paper profile: plans of one cheap claim, small runs, the cluster's commands on a LocalCluster
+    ("docs/paper-profile.md", "icl-verify plan --profile paper"): "icl-verify plan --profile quick --claims N.K9",
+    ("docs/paper-profile.md", "icl-verify plan --profile paper --claims 'W.E1,N.K1,N.K4' --jobs 4"):
+        "icl-verify plan --profile quick --claims N.K9 --jobs 4",
+    ("docs/paper-profile.md", "icl-verify run --profile paper --claims 'W.E1,N.K1,N.K4' --jobs 4 --out runs/paper"):
+        "icl-verify run --claims 'W.L1,N.K7' --jobs 2 --out runs/paper",
+    ("docs/paper-profile.md", "icl-verify plan --profile paper --device cuda"):
+        "icl-verify plan --profile quick --claims N.K9 --device cpu",
+    ("docs/paper-profile.md",
+     "icl-verify run --profile paper --device cuda --claims 'N.E,N.K1,N.K4,W.E1' --out runs/paper-gpu"):
+        Skip("needs a CUDA device; the tests marked cuda cover the GPU path"),
+    ("docs/paper-profile.md", "pip install 'icl-causal-verify[cluster]' dask-jobqueue"):
+        Skip("installs packages; the test environment has the cluster extra"),
+    ("docs/paper-profile.md", "python start_cluster.py"): Skip("submits jobs to a SLURM queue"),
+    ("docs/paper-profile.md", "icl-verify plan --profile paper --workers 64"):
+        "icl-verify plan --profile quick --claims N.K9 --workers 64",
+    ("docs/paper-profile.md",
+     "icl-verify run --profile paper --executor dask --address tcp://10.0.0.5:8786 --out runs/paper-cluster"):
+        "icl-verify run --claims W.L1 --executor dask-local --workers 1 --out runs/paper-cluster",
+    ("docs/paper-profile.md",
+     "icl-verify run --profile paper --claims 'N.K1,N.K4' --executor dask-local --workers 4 --out runs/paper-dask"):
+        "icl-verify run --claims W.L1 --executor dask-local --workers 1 --out runs/paper-dask",
     ("docs/development.md", "python docs/_ext/release.py reports/quick-release"):
         Skip("it rewrites README.md, docs/release/summary.json and reports/release/; test_readme.py checks what it "
              "writes and runs its folder writer on a run of its own"),

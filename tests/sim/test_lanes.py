@@ -86,16 +86,26 @@ def test_lanes_give_the_numbers_one_process_gives_and_a_dead_lane_ends_only_its_
 
 def test_trained_claims_go_first_and_a_claim_follows_the_one_whose_models_it_reuses():
     claims = registry.all_claims()
-    units = lane_order(claims, "quick")
-    order = [claims[k].id for unit in units for k in unit]
-    trained = [c.id for c in claims if "trained" in c.tiers_for("quick")]
-    assert trained and order[:len(trained)] == trained
+    by_id = {c.id: c for c in claims}
+    units = [[claims[k].id for k in unit] for unit in lane_order(claims, "quick")]
+    order = [cid for unit in units for cid in unit]
     assert sorted(order) == sorted(c.id for c in claims)
-    assert order[len(trained):] == [c.id for c in claims if c.id not in trained]
-    assert ["N.K1", "N.K4"] in [[claims[k].id for k in unit] for unit in units]  # N.K4 evaluates N.K1's models
-    assert all(len(unit) == 1 for unit in units if claims[unit[0]].id != "N.K1")
-    # without N.K1 in the run, N.K4 is a unit of its own (it trains the models itself)
-    alone = [c for c in claims if c.id != "N.K1"]
+    # a unit is a claim and the claims that reuse its models (N.K4 evaluates N.K1's, W.E3 and W.E4 read W.E1's
+    # runs, G.3 and G.4 G.1's models, G.7 G.2's runs), each after one it reuses; every other claim is alone
+    for unit in (["N.K1", "N.K4"], ["W.E1", "W.E3", "W.E4"], ["G.1", "G.3", "G.4"], ["G.2", "G.7"]):
+        assert unit in units
+    for unit in units:
+        assert all(set(by_id[cid].reuses) & set(unit[:i]) for i, cid in enumerate(unit) if i), unit
+        assert len(unit) == 1 or by_id[unit[0]].id in ("N.K1", "W.E1", "G.1", "G.2")
+    # the units whose head trains in quick come first, in catalogue order, then the rest in catalogue order
+    trained = [c.id for c in claims if "trained" in c.tiers_for("quick")]
+    heads = [unit[0] for unit in units]
+    first = [h for h in heads if h in trained]
+    assert first and heads == first + [h for h in heads if h not in trained]
+    assert first == [c.id for c in claims if c.id in first] and heads[len(first):] == [
+        c.id for c in claims if c.id in heads[len(first):]]
+    # without the claims they reuse in the run, the reusers are units of their own (they train the models)
+    alone = [c for c in claims if c.id not in ("N.K1", "W.E1", "G.1", "G.2")]
     assert all(len(unit) == 1 for unit in lane_order(alone, "quick"))
 
 

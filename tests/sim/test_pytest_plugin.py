@@ -74,8 +74,9 @@ def project(pytester, monkeypatch):
 
 def test_w_l3_runs_and_passes(project):
     r = project.runpytest_subprocess("--icl-verify", "W.L3", "-v")
-    r.assert_outcomes(passed=2)
-    r.stdout.fnmatch_lines(["*icl-verify::W.L3[[]exact[]] PASSED*", "*icl-verify::W.L3[[]property[]] PASSED*"])
+    r.assert_outcomes(passed=3)  # exact, property and (issue 45) certified
+    r.stdout.fnmatch_lines(["*icl-verify::W.L3[[]exact[]] PASSED*", "*icl-verify::W.L3[[]property[]] PASSED*",
+                            "*icl-verify::W.L3[[]certified[]] PASSED*"])
     assert r.ret == 0
 
 

@@ -180,6 +180,27 @@ def test_map_runs_raises_on_the_first_failed_run_with_its_traceback(tmp_path):
         map_runs(SELFTEST, [{}], executor="threads")
 
 
+def test_kept_objects_come_back_to_the_driver_and_are_never_written(tmp_path):
+    """A run returning ``Kept(record, objects)``: the record is written as any result, the objects
+    (a numpy array here; trained weights in the Markov home) reach ``SweepResult.kept`` from a
+    local worker, and a resumed sweep, which reads the records from disk, has none."""
+    import numpy as np
+
+    from sim.sweep import Kept, map_runs
+
+    params = [{"seed": s, "n": 3, "keep": True} for s in (0, 1)]
+    res = run_sweep(SELFTEST, params, tmp_path, executor="local", workers=2)
+    assert res.complete and set(res.kept) == set(res.ids)
+    for rid, rec in zip(res.ids, res.results()):
+        assert isinstance(res.kept[rid]["values"], np.ndarray) and res.kept[rid]["values"].tolist() == rec["values"]
+        on_disk = json.loads((tmp_path / "runs" / f"{rid}.json").read_text())
+        assert on_disk["result"] == rec and "kept" not in json.dumps(on_disk)
+    again = run_sweep(SELFTEST, params, tmp_path, executor="serial")
+    assert again.reused == 2 and not again.kept and again.results() == res.results()
+    out = map_runs(SELFTEST, params[:1], executor="serial")  # in memory: the Kept itself
+    assert isinstance(out[0], Kept) and out[0].record["values"] == res.results()[0]["values"]
+
+
 def test_grid_axes_override_the_base():
     """Each axis value is a grid point's parameter, even where ``base`` has a default of the same name (the Markov
     sweep command passes its preset, N included, as ``base`` and ``--N`` as an axis)."""

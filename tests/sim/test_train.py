@@ -214,6 +214,31 @@ def test_bad_optimizer_or_betas_are_errors():
     assert Stage(1, 0.1, betas=[0.5, 0.6]).betas == (0.5, 0.6)  # a JSON list is stored as a tuple
 
 
+def test_lr_factors_scale_each_prefix_and_factor_one_changes_nothing():
+    """SGD on ``Linear`` (gradient 1 on ``a``): a factor f moves ``a`` by exactly f lr per step
+    while ``b`` keeps the stage's rate; factors 1 give AdamW's run bit for bit (the
+    intervention at its identity), whatever groups the decay splits the parameters into."""
+    model = Linear()
+    train(model, normal_batch, TrainConfig(stages=(Stage(4, 0.5, optimizer="sgd", lr_factors=(("a", 0.25),)),),
+                                           log_every=4))
+    assert torch.equal(model.a, torch.full((2,), -4 * 0.5 * 0.25))
+    runs = []
+    for factors in ((), (("a", 1.0), ("b", 1.0))):
+        m = Quad()
+        stage = Stage(7, 0.05, optimizer="adamw", weight_decay=0.3, decay_params=("a",), lr_factors=factors)
+        train(m, normal_batch, TrainConfig(stages=(stage,), seed=3, log_every=7))
+        runs.append(m)
+    assert torch.equal(runs[0].a, runs[1].a) and torch.equal(runs[0].b, runs[1].b)
+    slow = Quad()  # a factor below 1 on a decayed prefix: a moves less than at the stage's rate
+    train(slow, normal_batch, TrainConfig(stages=(dataclasses.replace(stage, lr_factors=(("a", 0.1),)),), seed=3,
+                                          log_every=7))
+    assert slow.a.abs().sum() < 0.5 * runs[0].a.abs().sum() and torch.equal(slow.b, runs[0].b)
+    assert Stage(1, 0.1, lr_factors=[["a", 2]]).lr_factors == (("a", 2.0),)  # JSON pairs are stored as tuples
+    for bad in ((("a", 0.0),), (("a", -1.0),), (("a", math.inf),)):
+        with pytest.raises(ValueError, match="lr_factors must be finite and positive"):
+            Stage(1, 0.1, lr_factors=bad)
+
+
 def test_evaluate_hook_runs_at_step_0_the_chosen_steps_and_the_last_with_the_losses_since():
     """SGD on ``Linear``: a = -lr * step exactly, so the hook sees the model after ``step``
     updates (not before the last one); its ``losses`` are the logged per-step losses (log

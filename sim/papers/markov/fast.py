@@ -14,7 +14,9 @@ model's own parameters through
   (:class:`sim.accel.fused_layers.LogitLoss`),
 
 and otherwise the model's plain modules. :meth:`MarkovLM.forward <sim.papers.markov.model.MarkovLM.forward>`
-never takes these paths, so hook points and probes always observe the plain model. With
+never takes these paths, so hook points and probes always observe the plain model; and a model
+with a hook point set (an intervention training or evaluating through its hooks, e.g. G's task
+injection) is run through its plain forward here too. With
 ``ICL_VERIFY_ACCEL=0`` (:func:`sim.accel.enabled`) both functions are the plain model's. Tests hold both to the plain
 model's values and gradients in float64 (``tests/papers/markov/test_markov_model.py``); the gain
 where a user waits is measured in ``benchmarks/bench_edelman.py`` and stated in docs/benchmarks.md.
@@ -25,6 +27,7 @@ from torch import Tensor
 
 from sim.accel import enabled
 from sim.accel.fused_layers import AttentionSublayer, ExponentUnderflow, LogitLoss, TokenOnlyAttention
+from sim.models.hooks import hook_points
 from sim.papers.markov.model import MarkovLM, check_tokens
 
 __all__ = ["training_loss", "eval_logits"]
@@ -32,7 +35,7 @@ __all__ = ["training_loss", "eval_logits"]
 
 def training_loss(model: MarkovLM, tokens: Tensor, targets: Tensor) -> Tensor:
     """``model.loss(tokens, targets)``: mean next-token cross-entropy, by the fused kernels when on."""
-    if not (enabled() and isinstance(model, MarkovLM)):
+    if not _fused(model):
         return model.loss(tokens, targets)
     h = _trunk(model, tokens)
     return LogitLoss.apply(h.reshape(-1, h.shape[-1]), model.ln_f.weight, model.ln_f.bias, model.unembed.weight,
@@ -42,9 +45,15 @@ def training_loss(model: MarkovLM, tokens: Tensor, targets: Tensor) -> Tensor:
 def eval_logits(model: MarkovLM, tokens: Tensor) -> Tensor:
     """``model(tokens)``: logits ``(B, T, C)``, by the fused kernels when on (any other model, e.g.
     a hand-built control, is simply called)."""
-    if not (enabled() and isinstance(model, MarkovLM)):
+    if not _fused(model):
         return model(tokens)
     return model.unembed(model.ln_f(_trunk(model, tokens)))
+
+
+def _fused(model) -> bool:
+    """The fused kernels apply: switched on, a :class:`MarkovLM`, and none of its hook points set."""
+    return enabled() and isinstance(model, MarkovLM) and not any(
+        hp.caching or hp.hook_fn is not None for hp in hook_points(model).values())
 
 
 def _dropout_active(model: MarkovLM) -> bool:

@@ -25,13 +25,19 @@ weights start ``N(0, 0.02^2)`` and the two output projections (attention and MLP
 not copied.
 
 Hook points (``sim.models.hooks``): ``layer{l}.scores`` and ``layer{l}.pattern``, shape
-``(B, heads, T, T)`` (masked scores are ``-inf``), ``l = 1..layers``; ``resid{l}``
-``(B, T, width)`` after layer ``l`` (``resid0`` = embeddings).
+``(B, heads, T, T)`` (masked scores are ``-inf``), ``l = 1..layers``; ``layer{l}.attn_out``
+``(B, T, width)``, what the attention sublayer adds to the residual stream (``W_O`` applied,
+heads summed: G's task vector phi is ``layer2.attn_out``); ``layer{l}.mlp_out`` ``(B, T,
+width)``, what the MLP adds (G's pair encoding is ``layer1.mlp_out``); ``resid{l}`` ``(B, T,
+width)`` after layer ``l`` (``resid0`` = embeddings). Interventions (ablations, patching, task
+injection) replace these tensors through the hooks; with no hook set the forward pass is the
+one it always was, bit for bit.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -40,7 +46,7 @@ from torch import Tensor, nn
 
 from sim.models.hooks import HookPoint
 
-__all__ = ["MarkovLMConfig", "MarkovLM", "relative_scores", "causal_attention"]
+__all__ = ["MarkovLMConfig", "MarkovLM", "TaskInjection", "relative_scores", "causal_attention"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,8 @@ class _Block(nn.Module):
         self.rel = nn.Parameter(torch.zeros(cfg.max_len, w)) if cfg.positions == "relative" else None  # (T, w)
         self.scores = HookPoint()
         self.pattern = HookPoint()
+        self.attn_out = HookPoint()
+        self.mlp_out = HookPoint()
         self.drop = nn.Dropout(cfg.dropout)
         if cfg.mlp:
             self.ln_mlp = nn.LayerNorm(w)
@@ -153,15 +161,22 @@ class _Block(nn.Module):
         """Residual stream after the attention output ``y`` (heads concatenated, before ``W_O``)."""
         B, T, w = h.shape
         if self.training and self.drop.p > 0:
-            h = h + self.drop(self.Wo(y))
+            h = h + self.attn_out(self.drop(self.Wo(y)))
+        elif _active(self.attn_out):
+            h = h + self.attn_out(self.Wo(y))  # (B, T, w)
         else:  # the residual add fused into the GEMM
             h = torch.addmm(h.reshape(B * T, w), y.reshape(B * T, w), self.Wo.weight.t()).view(B, T, w)
         return self._mlp(h)
 
     def _mlp(self, h: Tensor) -> Tensor:
         if self.fc is not None:
-            h = h + self.drop(self.proj(torch.relu(self.fc(self.ln_mlp(h)))))  # (B, T, w)
+            h = h + self.mlp_out(self.drop(self.proj(torch.relu(self.fc(self.ln_mlp(h))))))  # (B, T, w)
         return h
+
+
+def _active(hp: HookPoint) -> bool:
+    """Whether a hook point reads or edits its tensor (else the fused path may skip it)."""
+    return hp.caching or hp.hook_fn is not None
 
 
 class MarkovLM(nn.Module):
@@ -184,7 +199,8 @@ class MarkovLM(nn.Module):
         # hook points first, under the documented names (named_modules lists a module under the
         # first path that reaches it): layer{l}.scores, layer{l}.pattern, resid{l}
         for l, block in enumerate(blocks, start=1):
-            self.add_module(f"layer{l}", nn.ModuleDict({"scores": block.scores, "pattern": block.pattern}))
+            self.add_module(f"layer{l}", nn.ModuleDict({"scores": block.scores, "pattern": block.pattern,
+                                                        "attn_out": block.attn_out, "mlp_out": block.mlp_out}))
         for l, hp in enumerate(resid):
             self.add_module(f"resid{l}", hp)
         self.blocks = nn.ModuleList(blocks)
@@ -249,6 +265,42 @@ class MarkovLM(nn.Module):
             for n, p in m.named_parameters(recurse=False):
                 (decayed if isinstance(m, nn.Linear) and n == "weight" else rest).append(p)
         return decayed, rest
+
+
+class TaskInjection(nn.Module):
+    """G's task injection (G.5's speeding of memorisation; the form is this project's choice):
+    a learned vector ``e_k`` per training chain, added at every position to the embeddings
+    (hook point ``resid0``) of a sequence drawn from chain ``k``::
+
+        h_0[b, t] <- h_0[b, t] + e_{k_b}    for the sequences with k_b >= 0 (k_b = -1: none)
+
+    The model is told which chain it reads, so it can learn each chain's transitions before
+    it can infer the chain from the context. ``table`` ``(K, width)`` starts ``N(0, std^2)``
+    (the embeddings' scale) from ``generator``.
+    """
+
+    def __init__(self, K: int, width: int, *, generator: torch.Generator | None = None, std: float = 0.02):
+        super().__init__()
+        self.table = nn.Parameter(torch.empty(K, width))  # (K, w)
+        with torch.no_grad():
+            self.table.normal_(0.0, std, generator=generator)
+
+    def vectors(self, chains: Tensor) -> Tensor:
+        """``e_{k_b}`` for ``chains`` ``(B,)`` (``-1``: the zero vector), shape ``(B, 1, width)``."""
+        on = (chains >= 0).to(self.table.dtype)  # (B,)
+        return (self.table[chains.clamp(min=0)] * on[:, None])[:, None, :]  # (B, 1, w)
+
+    @contextmanager
+    def injecting(self, model: MarkovLM, chains: Tensor):
+        """Within the block, ``model``'s forward passes add ``e_{k_b}`` at hook point ``resid0``
+        (a hook set: the fused kernels step aside, :mod:`sim.papers.markov.fast`)."""
+        hp = model.resid[0]
+        previous = hp.hook_fn
+        hp.hook_fn = lambda h, _hp: h + self.vectors(chains).to(h.dtype)  # (B, T, w)
+        try:
+            yield
+        finally:
+            hp.hook_fn = previous
 
 
 def check_tokens(model: MarkovLM, tokens: Tensor) -> None:

@@ -15,7 +15,11 @@ import numpy as np
 
 from sim.verdict import Outcome, compare
 
-__all__ = ["kl_per_sequence", "placement", "separations", "absolute_placement", "judge_end"]
+__all__ = ["kl_per_sequence", "placement", "separations", "absolute_placement", "judge_end", "plateau_index",
+           "ONE_POINT"]
+
+#: The 1-point phases (seed 004: G1 and M1 pool unigram statistics), read as one plateau.
+ONE_POINT = ("G1", "M1")
 
 
 def kl_per_sequence(p: np.ndarray, logq: np.ndarray) -> np.ndarray:
@@ -101,3 +105,23 @@ def judge_end(pl: Mapping[str, Any], wanted: Sequence[str], z: float) -> Outcome
     if close is Outcome.UNDECIDED or not sure:
         return Outcome.UNDECIDED
     return Outcome.HELD if pl["phase"] in wanted else Outcome.VIOLATED
+
+
+def plateau_index(rec, which: str, one_point: Sequence[str] = ONE_POINT) -> int | None:
+    """The evaluation in the middle of the run's 1-point plateau: among the longest stretch of
+    consecutive evaluations at which the nearest strategy on set ``which`` (among the record's
+    ``pair_order``) is one of ``one_point``, the middle one (the earlier of two). ``None`` when the
+    model is never nearest a 1-point phase (or the record measures none)."""
+    phases = tuple(rec["pair_order"])
+    if not set(one_point) & set(phases):
+        return None
+    at = [placement(rec, which, phases, i)["phase"] in one_point for i in range(len(rec["steps"]))]
+    best, start = None, None
+    for i, flag in enumerate(at + [False]):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            if best is None or i - start > best[1] - best[0]:
+                best = (start, i)
+            start = None
+    return None if best is None else (best[0] + best[1] - 1) // 2

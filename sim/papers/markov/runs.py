@@ -1,25 +1,39 @@
-"""Shared machinery of the trained Markov-chain claims (G.1, G.2, E.1): turning a profile's
-settings into sweep runs, reading a run's nearest strategy with its paired error bar, and
-the figures."""
+"""Shared machinery of the trained Markov-chain claims (G.1-G.8, E.1): turning a profile's
+settings into training runs (jobs of the grid runner, :func:`sim.claims.jobs.run_jobs`, with their
+declared cost), the SA-transformer runs G.2 and G.7 share, reading a run's nearest strategy with its
+paired error bar, the trained models a claim probes, and the figures.
+
+Trained models: a run asked with ``keep_models`` returns its end-of-training and plateau weights
+beside its record (:class:`sim.sweep.Kept`); its job record in the run folder holds both, and
+:func:`sweep_records` keeps the models in this process, by job id, so :func:`kept_runs` gives them
+to a later claim (G.3 and G.4 probe G.1's models: ``Claim.reuses``). A claim run alone, or resumed,
+finds them in G.1's records; where there are none they are trained again from the same parameters:
+the same model, since a run depends on its parameters only.
+"""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
-import os
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from sim.papers.markov.task import (MarkovRunSpec, audit_strategies, evaluation_sets, predict, run_chains,
-                          score_predictions)
+from sim.claims.jobs import Cost, job_id, run_jobs
+from sim.papers.markov.task import (MarkovRunSpec, audit_strategies, eval_schedule, evaluation_sets, predict,
+                                    run_chains, run_markov, score_predictions, train_markov)
 from sim.papers.markov.placement import placement, separations
-from sim.sweep import run_sweep
+from sim.seeds import derive_seed
+from sim.sweep import Kept
 
 #: Phases a trained model is placed in: the four strategies of G, plus "uniform" for a model
 #: still at its initial plateau (G2 with add-alpha and a short context is close to uniform,
 #: so without it an untrained model would be read as G2).
 PHASES = ("uniform", "G1", "G2", "M1", "M2")
 _SPEC_FIELDS = {f.name for f in dataclasses.fields(MarkovRunSpec)}
+#: ``{job id: (record, kept models)}`` of the runs this process trained or read with ``keep_models``.
+_KEPT: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+_KEPT_MAX = 512  # G.1's standard grid keeps 32 runs (about 0.9 MB each)
 
 
 def run_params(ctx, **extra) -> dict[str, Any]:
@@ -36,20 +50,165 @@ def run_params(ctx, **extra) -> dict[str, Any]:
 
 
 def sweep_records(ctx, name: str, params_list: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Run the grid through :func:`sim.sweep.run_sweep` in ``OUT/sweeps/<claim>-<name>/``
-    (finished runs are reused on a rerun: a killed claim resumes) and return the records
-    in grid order. Executor: settings ``executor`` (``local`` on CPU, ``serial`` on CUDA by
-    default), ``workers``, ``address`` (Dask). Raises when a run failed."""
-    executor = ctx.settings.get("executor") or ("local" if ctx.device == "cpu" else "serial")
-    out = ctx.out_dir / "sweeps" / f"{ctx.claim.id}-{name}"
-    res = run_sweep("sim.papers.markov.task:run_markov", params_list, out, executor=executor,
-                    workers=ctx.settings.get("workers") or os.cpu_count(), address=ctx.settings.get("address"),
-                    progress=ctx.progress)
-    if res.failed:
-        reasons = "; ".join(f"{rid}: {msg.strip().splitlines()[-1]}" for rid, msg in res.failed.items())
-        raise RuntimeError(f"{len(res.failed)} of {len(res.ids)} training runs failed ({reasons}); "
-                           f"rerun the claim to resume (finished runs in {out} are kept)")
-    return [res.records[i]["result"] for i in res.ids]
+    """Train the grid of runs ``params_list`` (:func:`sim.papers.markov.task.run_markov`'s parameters)
+    on the grid runner (:func:`sim.claims.jobs.run_jobs`: each run's record is kept in the run folder
+    as it finishes, so an interrupted claim resumes) and return the records in grid order. A run
+    asked with ``keep_models`` also leaves its models in this process (:func:`kept_runs`)."""
+    args = markov_jobs(ctx, name, params_list)
+    return [_unkept(ctx, args["jobs"][i], result) for i, result in enumerate(run_jobs(ctx, **args))]
+
+
+def markov_jobs(ctx, name: str, params_list: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for the grid ``params_list`` of part ``name``
+    (what :func:`sweep_records` trains and a claim's plan prices)."""
+    return {"fn": run_markov, "jobs": [json.loads(json.dumps(dict(p), default=str)) for p in params_list],
+            "key": markov_key, "label": f"{ctx.claim.id} {name} run", "cost": markov_cost}
+
+
+def markov_key(params: Mapping[str, Any]) -> tuple:
+    """A run's memo key: its parameters as sorted JSON (every input of the run)."""
+    return ("markov.run", json.dumps({k: v for k, v in params.items() if k != "progress"}, sort_keys=True))
+
+
+#: The fields of a run that set the cost of one training step, and of one evaluation.
+_STEP_SHAPE = ("C", "K", "N", "width", "layers", "heads", "mlp", "positions", "batch")
+_EVAL_SHAPE = ("C", "K", "N", "width", "layers", "heads", "mlp", "positions", "n_eval", "strategies", "ood")
+
+
+def markov_cost(params: Mapping[str, Any]) -> Cost:
+    """What one run of :func:`sim.papers.markov.task.run_markov` trains: ``steps`` AdamW steps of the
+    Markov LM at ``batch`` and one evaluation at each step of its evaluation schedule (fewer when a
+    stopping rule ends it early)."""
+    spec = MarkovRunSpec.from_dict({k: v for k, v in params.items() if k in _SPEC_FIELDS})
+    # K sets the cost only by being finite (the training chains, and an in-distribution evaluation set) or not
+    d = {**dataclasses.asdict(spec), "K": "inf" if spec.K == "inf" else "finite"}
+    shape = {k: (list(d[k]) if isinstance(d[k], tuple) else d[k]) for k in _STEP_SHAPE}
+    eshape = {k: (list(d[k]) if isinstance(d[k], tuple) else d[k]) for k in _EVAL_SHAPE}
+    n_evals = len(eval_schedule(spec.steps, spec.eval_every, spec.eval_log_points))
+    return Cost.of("markov-lm", "sim.papers.markov.runs:timing_run", steps=[(shape, spec.steps)],
+                   evals=[(eshape, n_evals)],
+                   early_stop=bool(spec.stop_when_nearest or spec.stop_when_placed or spec.stop_rules))
+
+
+#: The seed of the cost plan's timing runs: they time a step, no number of theirs is reported.
+TIMING_SEED = 0
+#: The training chains of a timing run with a finite K (the step's cost does not depend on how many).
+_TIMING_CHAINS = 16
+
+
+def timing_run(unit: str, shape: Mapping[str, Any], count: int, device: str = "cpu") -> None:
+    """The cost plan's timing run (:mod:`sim.plan`): ``count`` training steps (``unit="step"``) or
+    evaluations (``"eval"``) of the Markov LM at ``shape`` (the fields of :func:`markov_cost`)."""
+    import torch
+
+    from sim.papers.markov.model import MarkovLM
+    from sim.papers.markov.task import _Evaluator
+
+    fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in shape.items()}
+    fields["K"] = "inf" if shape.get("K") == "inf" else _TIMING_CHAINS
+    spec = MarkovRunSpec.from_dict({**fields,
+                                    "steps": int(count) if unit == "step" else 0, "eval_every": 10 ** 9,
+                                    "eval_log_points": 0, "n_eval": int(shape.get("n_eval", 2)),
+                                    "strategies": tuple(shape.get("strategies", ("uniform",))),
+                                    "ood": bool(shape.get("ood", True)), "threads": 1})
+    if unit == "step":
+        train_markov(spec, device=device)
+        return
+    P, mu = run_chains(spec)
+    evaluator = _Evaluator(spec, P, mu, device)
+    model = MarkovLM(spec.model_config(), generator=torch.Generator().manual_seed(TIMING_SEED)).to(device)
+    for _ in range(int(count)):
+        evaluator(model)
+
+
+def _unkept(ctx, params: Mapping[str, Any], result: Any) -> dict[str, Any]:
+    """A run's record; the models of a :class:`sim.sweep.Kept` result are kept in this process."""
+    if not isinstance(result, Kept):
+        return result
+    _keep(job_id(run_markov, markov_key(params)), result.record, result.objects)
+    return result.record
+
+
+def _keep(rid: str, record: dict[str, Any], models: dict[str, Any]) -> None:
+    if rid not in _KEPT and len(_KEPT) >= _KEPT_MAX:
+        _KEPT.pop(next(iter(_KEPT)))
+    _KEPT[rid] = (record, models)
+
+
+def kept_runs(ctx, label: str, params_list: Sequence[Mapping[str, Any]]
+              ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``(record, models)`` of each run of ``params_list`` (each with ``keep_models``), in order:
+    from this process's memory where a claim's runs kept them (G.1's, for G.3 and G.4), the others
+    through :func:`sim.claims.jobs.run_jobs` (found in the records of the claims this one ``reuses``
+    in the run folder, else trained and recorded) and kept. ``models`` as
+    :func:`sim.papers.markov.task.run_markov` returns them."""
+    args = markov_jobs(ctx, label, params_list)
+    args["label"] = label
+    if not all(p.get("keep_models") for p in args["jobs"]):
+        raise ValueError("kept_runs needs runs asked with keep_models=True")
+    ids = [job_id(run_markov, markov_key(p)) for p in args["jobs"]]
+    todo = [p for rid, p in zip(ids, args["jobs"]) if rid not in _KEPT]
+    if todo:
+        ctx.progress(f"{label}: {len(todo)} of {len(ids)} models not in memory")
+        for p, result in zip(todo, run_jobs(ctx, **{**args, "jobs": todo})):
+            _unkept(ctx, p, result)
+    return [_KEPT[rid] for rid in ids]
+
+
+def clear_kept() -> None:
+    """Forget the models kept in this process (tests)."""
+    _KEPT.clear()
+
+
+#: The key the SA-transformer runs' seeds are derived under (with the master seed), in place of a
+#: claim id: G.2 trains them and G.7 reads the same runs (:func:`sa_runs`).
+SA_SEED_KEY = "sa-transformer runs"
+
+
+def sa_seed(ctx, purpose: str) -> int:
+    """A seed of the shared SA-transformer runs: from the master seed and :data:`SA_SEED_KEY`, the same
+    for every claim that asks (G.2 and G.7), so a claim that reuses G.2 (``Claim.reuses``) finds G.2's
+    runs in the run folder's records (:func:`sim.claims.jobs.run_jobs`)."""
+    return derive_seed(ctx.seed, SA_SEED_KEY, purpose)
+
+
+def sa_jobs(ctx, s: Mapping[str, Any], *, variant: str, layer1: str, loss: str, Ns: Sequence[int], n_seeds: int,
+            batch: int, task: str = "markov", max_steps: int | None = None) -> dict[str, Any]:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for the SA-transformer at every N of ``Ns``: one
+    job per N, its seeds trained as one model (:func:`sim.papers.markov.sa_transformer.tau_job`); what
+    :func:`sa_runs` trains and a claim's plan prices."""
+    from sim.papers.markov.sa_transformer import tau_cost, tau_job, tau_key
+
+    seeds = [sa_seed(ctx, f"sa-init-{i}") for i in range(int(n_seeds))]
+    jobs = [{"N": int(N), "seeds": seeds, "C": s["C"], "alpha": s["alpha"], "layer1": layer1, "loss": loss,
+             "lr": s["sa_lr"], "batch": int(batch), "max_steps": int(max_steps or s["sa_max_steps"]),
+             "eval_every": s["sa_eval_every"], "n_eval": s["sa_n_eval"], "init_std": s["sa_init_std"],
+             "patience": s["sa_patience"], "data_seed": sa_seed(ctx, f"sa-data-{variant}-N{N}"),
+             "eval_seed": sa_seed(ctx, f"sa-eval-{variant}-N{N}"), "task": task,
+             "prior": None if ctx.prior is None else ctx.prior.spec()} for N in Ns]
+    return {"fn": tau_job, "jobs": jobs, "key": tau_key, "cost": tau_cost,
+            "label": f"{ctx.claim.id} SA-transformer ({variant}) N"}
+
+
+def sa_runs(ctx, s: Mapping[str, Any], *, variant: str, layer1: str, loss: str, Ns: Sequence[int], n_seeds: int,
+            batch: int, task: str = "markov", max_steps: int | None = None) -> dict[str, Any]:
+    """Train the SA-transformer at every N of ``Ns`` (seeds batched; :func:`sa_jobs` on the grid runner,
+    :func:`sim.claims.jobs.run_jobs`) and collect ``tau_2Gen``.
+
+    Returns ``points`` ``[(N, init seed, tau)]`` of the runs that crossed from G1 to G2, ``missing``
+    ``[(N, init seed)]`` of those that did not, the ``records`` per N, the ``seeds`` and the
+    training ``seconds``. ``s`` holds the profile's ``sa_*`` settings; ``variant`` names the runs'
+    data and evaluation seeds (``sa`` for the decisive runs)."""
+    args = sa_jobs(ctx, s, variant=variant, layer1=layer1, loss=loss, Ns=Ns, n_seeds=n_seeds, batch=batch, task=task,
+                   max_steps=max_steps)
+    seeds = args["jobs"][0]["seeds"] if args["jobs"] else []
+    pts, missing, recs = [], [], []
+    for N, rec in zip(Ns, run_jobs(ctx, **args)):
+        recs.append(rec)
+        for sd, t in zip(seeds, rec["tau"]):
+            (missing.append((N, sd)) if t is None or t <= 0 else pts.append((N, sd, t)))
+    return {"points": pts, "missing": missing, "records": recs, "seeds": seeds,
+            "seconds": sum(r["seconds"] for r in recs)}
 
 
 def check_labels(labels: Mapping[str, str]) -> None:

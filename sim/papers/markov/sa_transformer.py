@@ -1,6 +1,6 @@
 """G's symmetric-constrained attention-only transformer (SA-transformer), the minimal model on
 which seed 004 (Gibson, Cui & Reddy, §C) derives the G1 -> G2 transition time
-``tau_2Gen ~ N / log N`` (claim G.2).
+``tau_2Gen ~ N / log N`` (claim G.2) and the flow along ``beta > 0, delta > 0`` (claim G.7).
 
 The seed names the model and the two statistical biases that drive the transition: a
 *previous-state attention bias* ``delta`` ("由于马尔可夫链的混合特性，前一个状态与当前状态存在微弱
@@ -71,12 +71,25 @@ Training (:func:`train_tau`; the settings the seed leaves open, chosen here)
 - ``tau_2Gen``: on ``n_eval`` fixed fresh sequences, at the last position, the step at
   which ``KL(G2 || model)`` falls below ``KL(G1 || model)`` for good (linear interpolation
   between evaluations, :func:`sim.papers.markov.task.crossing_step`); G1 and G2 the add-alpha
-  in-context unigram and bigram of :mod:`sim.papers.markov.task`.
+  in-context unigram and bigram of :mod:`sim.papers.markov.task`. Each evaluation also records
+  the scalars ``delta, beta, v`` and the last position's loss (G.7 reads the trajectory), and a
+  finished record is kept in a per-process cache, so G.7, evaluated after G.2, reads G.2's runs.
+
+The loss near the unigram solution (claim G.7)
+----------------------------------------------
+At ``beta = 0`` layer 2 pools uniformly and the model predicts ``softmax(v p_bar)`` whatever
+``delta`` is (:func:`unigram_solution` finds the best ``v*``). Around ``(beta, delta, v) = (0, 0, v*)``
+the expected last-position loss expands as ``L = L_1Gen - c_beta beta - c_delta delta -
+c_beta_delta beta delta + ...``; :func:`unigram_expansion` returns each coefficient's per-sequence
+derivative (autograd, the mixed one by double backward), whose mean over fresh sequences estimates
+it. ``c_delta = 0`` exactly here: delta enters only through beta's scores. :func:`loss_surface`
+evaluates ``L(beta, delta)`` on a grid (G.7's landscape).
 
 Written for this project from the seed's description; no code was copied.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from dataclasses import dataclass
@@ -89,7 +102,8 @@ from torch import Tensor, nn
 
 from sim.models.hooks import HookPoint
 
-__all__ = ["SAConfig", "SATransformer", "fresh_batch", "last_position_strategies", "train_tau"]
+__all__ = ["SAConfig", "SATransformer", "fresh_batch", "last_position_strategies", "train_tau", "clear_cache",
+           "TASKS", "unigram_solution", "unigram_expansion", "loss_surface", "tau_job", "tau_key", "tau_cost", "timing_run"]
 
 LAYER1 = ("learned", "hard")
 
@@ -246,6 +260,76 @@ class SATransformer(nn.Module):
         return -torch.log_softmax(logits, dim=-1).gather(-1, y.unsqueeze(-1))[..., 0].mean(-1)
 
 
+# ------------------------------------------------------------------- the loss near G1 (G.7)
+def unigram_solution(x: Tensor, y: Tensor, *, C: int = 10, iters: int = 50) -> float:
+    """The readout ``v*`` of the unigram solution: at ``beta = 0`` the model predicts
+    ``softmax(v p_bar)``, ``p_bar`` the context's unigram frequencies (whatever ``delta``), and
+    ``v*`` minimises the mean last-position cross-entropy over contexts ``x`` ``(n, N)`` with targets
+    ``y`` ``(n,)``. Newton's method on that convex function of one variable, from ``v = 0``; float64."""
+    pbar = F.one_hot(x, C).to(torch.float64).mean(1)  # (n, C)
+    onehot_y = F.one_hot(y, C).to(torch.float64)  # (n, C)
+    v = 0.0
+    for _ in range(iters):
+        q = torch.softmax(v * pbar, dim=-1)  # (n, C)
+        mean = (q * pbar).sum(-1)  # E_q[p_bar]
+        grad = float(((mean - (onehot_y * pbar).sum(-1))).mean())  # d/dv of the mean cross-entropy
+        hess = float(((q * pbar * pbar).sum(-1) - mean ** 2).mean())  # Var_q[p_bar] >= 0
+        if hess <= 0:
+            break
+        step = grad / hess
+        v -= step
+        if abs(step) < 1e-13 * max(1.0, abs(v)):
+            break
+    return v
+
+
+def unigram_expansion(x: Tensor, y: Tensor, *, C: int = 10, v: float | None = None) -> dict[str, Any]:
+    """The loss's first-order coefficients around the unigram solution, per sequence (claim G.7).
+
+    At ``beta = delta = 0``, ``v = v*`` (:func:`unigram_solution` of the same sequences unless ``v`` is
+    given), for each context ``x[i]`` ``(N,)`` with target ``y[i]`` and its last-position
+    cross-entropy ``l_i(delta, beta, v)``::
+
+        c_beta[i]       = -d l_i / d beta
+        c_delta[i]      = -d l_i / d delta                      (0 here: delta acts only through beta's scores)
+        c_beta_delta[i] = -d^2 l_i / d beta d delta
+
+    so that the expected loss reads ``L = L_1Gen - c_beta beta - c_delta delta - c_beta_delta beta delta + ...``
+    with ``c = E[c_i]``. By autograd (the second derivative by double backward) on a model whose
+    seed axis holds one sequence per seed, so each entry is one sequence's own derivative; their
+    mean and standard error over the sequences estimate the expectation. Returns ``{"v_star",
+    "c_beta", "c_delta", "c_beta_delta", "loss"}`` (arrays ``(n,)``, float64)."""
+    n = x.shape[0]
+    vstar = unigram_solution(x, y, C=C) if v is None else float(v)
+    model = SATransformer(SAConfig(vocab=C, layer1="learned", seeds=n, init_std=0.0))
+    with torch.no_grad():
+        model.v.fill_(vstar)
+    loss = model.last_loss(x.unsqueeze(1), y.unsqueeze(1))  # (n,): seed i reads sequence i
+    g_beta, g_delta = torch.autograd.grad(loss.sum(), [model.beta, model.delta], create_graph=True)
+    g_beta_delta, = torch.autograd.grad(g_beta.sum(), model.delta)
+    return {"v_star": vstar, "c_beta": -g_beta.detach().numpy(), "c_delta": -g_delta.detach().numpy(),
+            "c_beta_delta": -g_beta_delta.detach().numpy(), "loss": loss.detach().numpy()}
+
+
+def loss_surface(x: Tensor, y: Tensor, betas: Sequence[float], deltas: Sequence[float], v: float, *,
+                 C: int = 10, chunk: int = 64) -> np.ndarray:
+    """The mean last-position cross-entropy ``L(beta, delta)`` at readout ``v`` over contexts ``x``
+    ``(n, N)`` with targets ``y``, on the grid ``betas x deltas``: shape ``(len(betas), len(deltas))``.
+    The grid points ride on the seed axis, ``chunk`` at a time (G.7's landscape figure)."""
+    B, D = np.meshgrid(np.asarray(betas, float), np.asarray(deltas, float), indexing="ij")
+    pts = np.stack([B.ravel(), D.ravel()], axis=1)  # (P, 2)
+    out = np.empty(len(pts))
+    with torch.no_grad():
+        for lo in range(0, len(pts), chunk):
+            part = pts[lo:lo + chunk]
+            m = SATransformer(SAConfig(vocab=C, layer1="learned", seeds=len(part), init_std=0.0))
+            m.beta.copy_(torch.as_tensor(part[:, 0]))
+            m.delta.copy_(torch.as_tensor(part[:, 1]))
+            m.v.fill_(float(v))
+            out[lo:lo + len(part)] = m.last_loss(x, y.unsqueeze(0).expand(len(part), -1)).numpy()
+    return out.reshape(B.shape)
+
+
 # --------------------------------------------------------------------------------- training
 def fresh_batch(rng: np.random.Generator, C: int, n: int, length: int, alpha: float) -> Tensor:
     """``n`` sequences of ``length`` tokens, each from a fresh chain (rows i.i.d.
@@ -260,7 +344,7 @@ def fresh_batch(rng: np.random.Generator, C: int, n: int, length: int, alpha: fl
     g[dead[:, 0], dead[:, 1], rng.integers(0, C, size=len(dead))] = 1.0
     P = g / g.sum(axis=2, keepdims=True)
     mu = stationary_laws(P)
-    u = torch.as_tensor(np.ascontiguousarray(rng.random((n, length)).T)).unsqueeze(-1)  # (length, n, 1)
+    u = torch.as_tensor(rng.random((n, length))).t().unsqueeze(-1)  # (length, n, 1): a view, u[t] strided
     cdf = torch.as_tensor(np.cumsum(P, axis=2)[:, :, :-1].reshape(n * C, C - 1))  # row i C + a: CDF of P_i(a, .)
     x = torch.empty(length, n, dtype=torch.int64)
     x[0] = (u[0] >= torch.as_tensor(np.cumsum(mu, axis=1)[:, :-1])).sum(1).clamp_max(C - 1)
@@ -293,10 +377,28 @@ def _kl_rows(p: np.ndarray, logq: np.ndarray) -> np.ndarray:
     return (p * (lp[None] - logq)).sum(-1)
 
 
+#: Training batches are drawn this many steps at a time (one vectorised draw; fixed, so runs
+#: reproduce), fewer when the draw would exceed :data:`PREFETCH_TOKENS` tokens.
+PREFETCH = 16
+PREFETCH_TOKENS = 4_000_000
+#: Tasks :func:`train_tau` trains on: ``markov`` (fresh chains, the claim's task) and ``shuffled``
+#: (the same sequences with each one's tokens permuted in time: the unigram statistics kept, the
+#: bigram structure gone; G.7's control).
+TASKS = ("markov", "shuffled")
+_CACHE: dict[tuple, dict] = {}
+_CACHE_MAX = 64
+
+
+def clear_cache() -> None:
+    """Forget the records :func:`train_tau` keeps for reuse in this process (G.7 reuses G.2's runs)."""
+    _CACHE.clear()
+
+
 def train_tau(*, N: int, seeds: Sequence[int] | int, C: int = 10, alpha: float = 0.1, layer1: str = "learned",
               offset: int = 1, lr: float = 1.0, batch: int = 128, max_steps: int = 3000, eval_every: int = 10,
               n_eval: int = 1024, init_std: float = 0.01, patience: int = 3, data_seed: int = 0,
-              eval_seed: int = 1, loss: str = "last", prior=None) -> dict[str, Any]:
+              eval_seed: int = 1, loss: str = "last", prior=None, task: str = "markov",
+              cache: bool = True) -> dict[str, Any]:
     """Train ``len(seeds)`` SA-transformers at context length ``N`` at once (a leading seed axis)
     and record ``KL(G1 || model)`` and ``KL(G2 || model)`` at the last position over training.
 
@@ -313,14 +415,41 @@ def train_tau(*, N: int, seeds: Sequence[int] | int, C: int = 10, alpha: float =
     every ``eval_every`` steps and at the end, and stops once every model has had G2 nearer
     than G1 for ``patience`` evaluations in a row (or at ``max_steps``). Returns a JSON-able record: ``steps``, per
     seed the KL curves ``kl_G1``, ``kl_G2`` and ``tau`` (:func:`sim.papers.markov.task.crossing_step`;
-    ``None`` if G2 is not nearer at the end), the final scalars, and the timing.
+    ``None`` if G2 is not nearer at the end), the trajectory of the scalars (``trajectory``:
+    ``delta``, ``beta``, ``v`` and the last position's cross-entropy ``loss`` on the evaluation
+    sequences, per seed, at every evaluation), the final scalars, and the timing.
+
+    ``task="shuffled"`` permutes each training sequence's tokens in time (:data:`TASKS`); the
+    evaluation sequences stay the chains'. The record is kept in a per-process cache under
+    every argument (``cache=False``: train anew), so a claim that reuses another's runs (G.7
+    reads G.2's) finds them there.
     """
+    if loss not in ("last", "all"):
+        raise ValueError(f"loss must be 'last' or 'all', got {loss!r}")
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    seeds = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    args = dict(N=int(N), seeds=tuple(seeds), C=int(C), alpha=float(alpha), layer1=layer1, offset=int(offset),
+                lr=float(lr), batch=int(batch), max_steps=int(max_steps), eval_every=int(eval_every),
+                n_eval=int(n_eval), init_std=float(init_std), patience=int(patience), data_seed=int(data_seed),
+                eval_seed=int(eval_seed), loss=loss, prior=None if prior is None else prior.spec(), task=task)
+    key = tuple(sorted(args.items()))
+    if cache and key in _CACHE:
+        return copy.deepcopy(_CACHE[key])
+    rec = _train_tau(seeds=seeds, prior=prior, **{k: v for k, v in args.items() if k not in ("seeds", "prior")})
+    if cache:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = copy.deepcopy(rec)
+    return rec
+
+
+def _train_tau(*, N, seeds, C, alpha, layer1, offset, lr, batch, max_steps, eval_every, n_eval, init_std, patience,
+               data_seed, eval_seed, loss, prior, task) -> dict[str, Any]:
+    """:func:`train_tau` without the cache."""
     from sim.papers.markov.task import crossing_step, fresh_sequences
     from sim.train import Stage, TrainConfig, train
 
-    if loss not in ("last", "all"):
-        raise ValueError(f"loss must be 'last' or 'all', got {loss!r}")
-    seeds = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     S = len(seeds)
     t0 = time.perf_counter()
     gen = torch.Generator()
@@ -339,16 +468,28 @@ def train_tau(*, N: int, seeds: Sequence[int] | int, C: int = 10, alpha: float =
     er = np.random.default_rng(eval_seed)
     xe, _ = fresh_sequences(er, er, C, n_eval, N + 1, alpha=alpha, prior=prior)
     ctx_e = torch.as_tensor(xe[:, :-1])
+    y_e = torch.as_tensor(xe[:, -1])
     strat = last_position_strategies(xe[:, :-1], C, alpha)
-    rec: dict[str, Any] = {"steps": [], "kl_G1": [[] for _ in seeds], "kl_G2": [[] for _ in seeds]}
+    rec: dict[str, Any] = {"steps": [], "kl_G1": [[] for _ in seeds], "kl_G2": [[] for _ in seeds],
+                           "trajectory": {k: [[] for _ in seeds] for k in ("delta", "beta", "v", "loss")}}
     streak = np.zeros(S, int)
+    ahead = max(1, min(PREFETCH, PREFETCH_TOKENS // (S * batch * (N + 1))))
+    buf: list[Tensor] = []
+
+    def draw() -> Tensor:  # ``ahead`` steps' batches at once: (ahead, S, batch, N + 1)
+        n = ahead * S * batch
+        if prior is None:
+            xs = fresh_batch(rng, C, n, N + 1, alpha)
+        else:
+            xs = torch.as_tensor(fresh_sequences(rng, rng, C, n, N + 1, alpha=alpha, prior=prior)[0])
+        if task == "shuffled":  # each sequence's tokens in a random order of its own
+            xs = torch.gather(xs, 1, torch.as_tensor(rng.random(xs.shape)).argsort(dim=1))
+        return xs.view(ahead, S, batch, N + 1)
 
     def sample(_gen, _step) -> Tensor:  # the batches come from data_seed's numpy stream
-        if prior is None:
-            xs = fresh_batch(rng, C, S * batch, N + 1, alpha)
-        else:
-            xs = torch.as_tensor(fresh_sequences(rng, rng, C, S * batch, N + 1, alpha=alpha, prior=prior)[0])
-        return xs.view(S, batch, N + 1)
+        if not buf:
+            buf.extend(draw().unbind(0))
+        return buf.pop(0)
 
     def objective(model: SATransformer, xs: Tensor) -> Tensor:
         if loss == "last":
@@ -363,12 +504,19 @@ def train_tau(*, N: int, seeds: Sequence[int] | int, C: int = 10, alpha: float =
         has had G2 nearer for ``patience`` evaluations in a row."""
         nonlocal streak
         with torch.no_grad():
-            logq = torch.log_softmax(model.last_logits(ctx_e), dim=-1).numpy()
+            logq_t = torch.log_softmax(model.last_logits(ctx_e), dim=-1)  # (S, n_eval, C)
+            ce = -logq_t.gather(-1, y_e.view(1, -1, 1).expand(S, -1, 1))[..., 0].mean(-1)  # (S,)
+            logq = logq_t.numpy()
         k1, k2 = _kl_rows(strat["G1"], logq).mean(1), _kl_rows(strat["G2"], logq).mean(1)
         rec["steps"].append(step)
+        scalars = {"beta": model.beta, "v": model.v, "loss": ce}
+        if model.delta is not None:
+            scalars["delta"] = model.delta
         for i in range(S):
             rec["kl_G1"][i].append(float(k1[i]))
             rec["kl_G2"][i].append(float(k2[i]))
+            for name, val in scalars.items():
+                rec["trajectory"][name][i].append(float(val[i].detach()))
         streak = np.where(k2 < k1, streak + 1, 0)
         return bool((streak >= patience).all())
 
@@ -386,7 +534,45 @@ def train_tau(*, N: int, seeds: Sequence[int] | int, C: int = 10, alpha: float =
                 "settings": {"N": N, "C": C, "alpha": alpha, "layer1": layer1, "offset": offset, "lr": lr,
                              "batch": batch, "max_steps": max_steps, "eval_every": eval_every, "n_eval": n_eval,
                              "init_std": init_std, "patience": patience, "eval_seed": eval_seed,
-                             "data_seed": data_seed, "optimiser": "SGD", "loss": loss,
+                             "data_seed": data_seed, "optimiser": "SGD", "loss": loss, "task": task,
                              "prior": None if prior is None else prior.spec()},
                 "seconds": time.perf_counter() - t0})
     return rec
+
+
+def tau_job(job: dict[str, Any]) -> dict[str, Any]:
+    """:func:`train_tau` from plain arguments (the prior as its spec): one job of the grid runner
+    (:func:`sim.claims.jobs.run_jobs`; module level, so a worker process imports it)."""
+    from sim.priors import parse_prior
+
+    args = {k: v for k, v in job.items() if k not in ("prior", "progress")}
+    return train_tau(**args, prior=None if job.get("prior") is None else parse_prior(job["prior"]))
+
+
+def tau_key(job: dict[str, Any]) -> tuple:
+    """Every input of :func:`tau_job` (its memo key; not ``progress``)."""
+    return ("markov.sa.train_tau",) + tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                                   for k, v in job.items() if k != "progress"))
+
+
+def tau_cost(job: dict[str, Any]):
+    """What one :func:`tau_job` trains: its seeds as one model, ``max_steps`` SGD steps (fewer once
+    every seed has crossed) in blocks of ``eval_every`` steps, each followed by an evaluation."""
+    from sim.claims.jobs import Cost
+
+    shape = {k: job[k] for k in ("N", "C", "layer1", "loss", "batch", "eval_every", "n_eval")}
+    shape["models"] = len(job["seeds"])
+    every = int(job["eval_every"])
+    blocks = -(-int(job["max_steps"]) // every)  # ceil: the last block may be short
+    return Cost.of("markov-sa", "sim.papers.markov.sa_transformer:timing_run", blocks=[(shape, blocks)],
+                   block_steps=every, models=len(job["seeds"]), early_stop=True)
+
+
+def timing_run(unit: str, shape: dict[str, Any], count: int, device: str = "cpu") -> None:
+    """The cost plan's timing run (:mod:`sim.plan`): ``count`` blocks of ``eval_every`` steps, each with
+    its evaluation, of :func:`train_tau` at ``shape`` (the fields of :func:`tau_cost`), never stopping early."""
+    every = int(shape["eval_every"])
+    train_tau(N=int(shape["N"]), seeds=int(shape["models"]), C=int(shape["C"]), layer1=shape["layer1"],
+              loss=shape["loss"], batch=int(shape["batch"]), max_steps=every * int(count), eval_every=every,
+              n_eval=int(shape["n_eval"]), patience=10 ** 9, cache=False)
+

@@ -348,6 +348,14 @@ class MarkovRunSpec:
     (``betas``, decoupled ``weight_decay`` on matrices), constant ``lr``, ``batch``
     sequences per step, ``steps`` steps. Evaluation: ``n_eval`` sequences in and out of
     distribution, at the steps of :func:`eval_schedule`; ``strategies`` to measure.
+
+    Interventions on training (G.5), each the identity at its default: ``lr_factors``
+    ``((prefix, factor), ...)`` trains the parameters whose names start with ``prefix`` at
+    ``factor * lr`` (:class:`sim.train.Stage`; G's slowed first attention layer: the prefixes
+    of layer 1's query, key and relative-position parameters); ``inject_p`` adds a learned
+    vector per training chain, ``e_k``, to the embeddings (hook point ``resid0``) of each
+    training sequence of chain ``k`` with probability ``inject_p``
+    (:class:`sim.papers.markov.model.TaskInjection`; evaluations never inject).
     """
 
     C: int = 10
@@ -390,12 +398,21 @@ class MarkovRunSpec:
     # reading the run's last evaluation finds the judgement that stopped it
     stop_when_placed: tuple = ()
     stop_set: str | None = None
+    # more placement rules ``((set, (strategies...)), ...)``: the run stops once any rule (this or
+    # the one above) holds at ``stop_patience`` evaluations in a row (G.5: memorised in
+    # distribution or generalised out of distribution, whichever comes first)
+    stop_rules: tuple = ()
     threads: int | None = None  # torch threads inside the run (sweeps set 1)
+    # interventions (G.5; the identity at their defaults)
+    lr_factors: tuple = ()
+    inject_p: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
+        object.__setattr__(self, "lr_factors", tuple((str(p), float(f)) for p, f in self.lr_factors))
         object.__setattr__(self, "strategies", tuple(self.strategies))
         object.__setattr__(self, "stop_when_placed", tuple(self.stop_when_placed))
+        object.__setattr__(self, "stop_rules", tuple((str(w), tuple(ph)) for w, ph in self.stop_rules))
         if self.K != "inf" and (isinstance(self.K, bool) or not isinstance(self.K, int) or self.K < 1):
             raise ValueError(f"K must be a positive integer or 'inf', got {self.K!r}")
         for name in ("C", "N", "steps", "batch", "n_eval", "eval_every", "width", "layers", "heads", "stop_patience"):
@@ -424,8 +441,18 @@ class MarkovRunSpec:
         sets = (("id",) if self.K != "inf" else ()) + (("ood",) if self.ood or self.K == "inf" else ())
         if self.stop_set is not None and self.stop_set not in sets:
             raise ValueError(f"stop_set={self.stop_set!r} is not an evaluation set of this run ({', '.join(sets)})")
+        for which, phases in self.stop_rules:
+            if which not in sets or not phases or not set(phases) <= set(self.strategies):
+                raise ValueError(f"stop rule ({which!r}, {list(phases)}) needs an evaluation set of this run "
+                                 f"({', '.join(sets)}) and strategies among {list(self.strategies)}")
+        if self.stop_rules and self.stop_when_nearest is not None:
+            raise ValueError("stop_when_nearest and stop_rules are two stopping rules; give one")
         if self.positions not in ("relative", "absolute"):
             raise ValueError(f"positions must be 'relative' or 'absolute', got {self.positions!r}")
+        if not (isinstance(self.inject_p, (int, float)) and 0.0 <= self.inject_p <= 1.0):
+            raise ValueError(f"inject_p must be a probability in [0, 1], got {self.inject_p!r}")
+        if self.inject_p > 0 and self.K == "inf":
+            raise ValueError("task injection (inject_p > 0) needs a finite set of training chains to name")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "MarkovRunSpec":
@@ -441,6 +468,8 @@ class MarkovRunSpec:
         d = dataclasses.asdict(self)
         d["betas"], d["strategies"] = list(self.betas), list(self.strategies)
         d["stop_when_placed"] = list(self.stop_when_placed)
+        d["stop_rules"] = [[w, list(ph)] for w, ph in self.stop_rules]
+        d["lr_factors"] = [list(pf) for pf in self.lr_factors]
         return d
 
     @property
@@ -561,12 +590,15 @@ class _Evaluator:
 PREFETCH = 16
 
 
-def batch_sampler(spec: MarkovRunSpec, P=None, mu=None) -> Callable[[], np.ndarray]:
+def batch_sampler(spec: MarkovRunSpec, P=None, mu=None, *, chains: bool = False) -> Callable[[], Any]:
     """``sample() -> (batch, N + 1)`` training sequences of ``spec`` (drawn ``PREFETCH`` batches at
     a time from the seed's ``data`` stream): from the chains ``P`` with stationary laws ``mu``, or
-    from a fresh chain per sequence when ``spec.K == "inf"`` (then ``P, mu`` are unused)."""
+    from a fresh chain per sequence when ``spec.K == "inf"`` (then ``P, mu`` are unused). With
+    ``chains`` (finite ``K``): ``(sequences, chain index (batch,))``, the same sequences."""
     rng = np.random.default_rng(derive_seed(spec.seed, "data"))
     n = spec.batch * PREFETCH
+    if chains and spec.K == "inf":
+        raise ValueError("chains=True needs a finite set of training chains (K = 'inf' names none)")
     if spec.K == "inf":
         prior = _prior(spec)
         rng_chains = np.random.default_rng(derive_seed(spec.seed, "data_chains"))
@@ -575,22 +607,29 @@ def batch_sampler(spec: MarkovRunSpec, P=None, mu=None) -> Callable[[], np.ndarr
             return fresh_sequences(rng_chains, rng, spec.C, n, spec.N + 1, alpha=spec.alpha, prior=prior)[0]
     else:
         def draw():
-            return sample_sequences(rng, P, mu, n, spec.N + 1)[0]
+            x, k = sample_sequences(rng, P, mu, n, spec.N + 1)
+            return (x, k) if chains else x
 
     buf, pos = [None], [PREFETCH]
 
     def sample():
         if pos[0] == PREFETCH:
-            buf[0], pos[0] = draw().reshape(PREFETCH, spec.batch, spec.N + 1), 0
+            got = draw()
+            if chains:
+                buf[0] = (got[0].reshape(PREFETCH, spec.batch, spec.N + 1), got[1].reshape(PREFETCH, spec.batch))
+            else:
+                buf[0] = got.reshape(PREFETCH, spec.batch, spec.N + 1)
+            pos[0] = 0
         pos[0] += 1
-        return buf[0][pos[0] - 1]
+        return (buf[0][0][pos[0] - 1], buf[0][1][pos[0] - 1]) if chains else buf[0][pos[0] - 1]
 
     return sample
 
 
 def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
                  stop: Callable[[dict[str, Any]], bool] | None = None,
-                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 progress: Callable[[str], None] | None = None,
+                 snapshots: list | None = None) -> dict[str, Any]:
     """Train a :class:`sim.papers.markov.model.MarkovLM` on the K-chain task and return its record.
 
     One AdamW stage of :func:`sim.train.train` (decoupled weight decay on the linear maps'
@@ -603,12 +642,18 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
     (the benchmark's stopping rule). The record (JSON-able) holds the spec, the evaluation
     steps, per strategy and set (``id``, ``ood``) the KL curves and their standard errors
     over the evaluation sequences, the model's loss, the strategies' own losses, wall
-    seconds and the seeds used.
+    seconds and the seeds used. ``snapshots``, a list, receives ``(step, {name: array})``, the
+    model's parameters (float32 numpy copies) at every evaluation.
+
+    The interventions of ``spec`` act here: ``lr_factors`` on the stage, ``inject_p`` through a
+    :class:`~sim.papers.markov.model.TaskInjection` on the model (a training sequence is
+    injected with probability ``inject_p``, drawn from the seed's own ``inject`` stream, so
+    the batches are those of the run without injection).
     """
     import torch
 
     from sim.papers.markov.fast import training_loss
-    from sim.papers.markov.model import MarkovLM
+    from sim.papers.markov.model import MarkovLM, TaskInjection
     from sim.train import Stage, TrainConfig, train
 
     old_threads = torch.get_num_threads()
@@ -618,14 +663,21 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         t_start = time.perf_counter()
         P, mu = run_chains(spec)
         evaluator = _Evaluator(spec, P, mu, device)
-        draw = batch_sampler(spec, P, mu)
+        inject = spec.inject_p > 0
+        draw = batch_sampler(spec, P, mu, chains=inject)
         gen = torch.Generator().manual_seed(derive_seed(spec.seed, "init"))
         model = MarkovLM(spec.model_config(), generator=gen).to(device)
         decayed, _ = model.decay_groups()
         # the decayed group by its full parameter names (train's decay_params are name prefixes)
         decayed_names = tuple(n for n, p in model.named_parameters() if any(p is q for q in decayed))
+        injection = None
+        if inject:  # registered after the decay groups are read: the injected vectors are not decayed
+            injection = TaskInjection(spec.K, spec.width, generator=torch.Generator().manual_seed(
+                derive_seed(spec.seed, "inject-init"))).to(device)
+            model.add_module("injection", injection)
+            rng_inject = np.random.default_rng(derive_seed(spec.seed, "inject"))
         stage = Stage(spec.steps, spec.lr, optimizer="adamw", betas=spec.betas, weight_decay=spec.weight_decay,
-                      decay_params=decayed_names)
+                      decay_params=decayed_names, lr_factors=spec.lr_factors)
         rng_state = torch.random.get_rng_state()  # dropout draws from torch's global generator: restore it after
         torch.manual_seed(derive_seed(spec.seed, "dropout"))
         schedule = set(eval_schedule(spec.steps, spec.eval_every, spec.eval_log_points))
@@ -636,18 +688,22 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         stopped, streak = None, 0
         first_set = "id" if spec.K != "inf" else "ood"
         stop_set = spec.stop_set or first_set
-        if spec.stop_when_placed:
-            seps = separations({stop_set: evaluator.sets[stop_set]})
+        rules = ([(stop_set, spec.stop_when_placed)] if spec.stop_when_placed else []) + list(spec.stop_rules)
+        if rules:
+            seps = separations({w: evaluator.sets[w] for w, _ in rules})
 
             def placed() -> bool:
-                pl = absolute_placement(rec, stop_set, seps, z=spec.stop_margin_z)
-                return judge_end(pl, spec.stop_when_placed, spec.stop_margin_z) is Outcome.HELD
+                return any(judge_end(absolute_placement(rec, w, seps, z=spec.stop_margin_z), phases,
+                                     spec.stop_margin_z) is Outcome.HELD for w, phases in rules)
 
         def evaluate(model, step: int, losses: list[float]) -> bool:
             """Record one evaluation (``train_loss``: the mean training loss since the previous
             one) and apply the stopping rules."""
             nonlocal stopped, streak
             ev = evaluator(model)
+            if snapshots is not None:
+                snapshots.append((step, {n: p.detach().float().cpu().numpy().copy()
+                                         for n, p in model.state_dict().items()}))
             rec["steps"].append(step)
             eval_seconds.append(time.perf_counter() - t0)
             rec["train_loss"].append(float(np.mean(losses)) if losses else None)
@@ -666,7 +722,7 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
                     pair_se = row["pair_se"][0][spec.strategies.index(second)][spec.strategies.index(best)]
                     clear = row[second][0] - row[best][0] > spec.stop_margin_z * pair_se
                 streak = streak + 1 if clear else 0
-            elif spec.stop_when_placed:
+            elif rules:
                 streak = streak + 1 if placed() else 0
             if streak >= spec.stop_patience:
                 stopped = step
@@ -675,11 +731,25 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
             return stopped is not None
 
         model.train()
+        if injection is None:
+            def sample(_gen, _step):
+                return torch.as_tensor(draw(), device=device)
+
+            def loss_fn(m, x):
+                return training_loss(m, x[:, :-1], x[:, 1:])
+        else:
+            def sample(_gen, _step):
+                x, k = draw()
+                k = np.where(rng_inject.random(len(k)) < spec.inject_p, k, -1)  # -1: this sequence is not injected
+                return torch.as_tensor(x, device=device), torch.as_tensor(k, device=device)
+
+            def loss_fn(m, batch):
+                x, k = batch
+                with injection.injecting(m, k):
+                    return training_loss(m, x[:, :-1], x[:, 1:])
         # the batches come from the spec's own numpy stream (train's torch generator is unused)
-        train(model, lambda _gen, _step: torch.as_tensor(draw(), device=device),
-              TrainConfig(stages=(stage,), log_every=max(1, spec.steps), grad_clip=spec.grad_clip), device=device,
-              loss_fn=lambda m, x: training_loss(m, x[:, :-1], x[:, 1:]), evaluate=evaluate,
-              eval_at=schedule.__contains__)
+        train(model, sample, TrainConfig(stages=(stage,), log_every=max(1, spec.steps), grad_clip=spec.grad_clip),
+              device=device, loss_fn=loss_fn, evaluate=evaluate, eval_at=schedule.__contains__)
         rec.update({
             "spec": spec.as_dict(),
             "pair_order": list(spec.strategies),
@@ -696,12 +766,31 @@ def train_markov(spec: MarkovRunSpec, *, device: str = "cpu",
         torch.set_num_threads(old_threads)
 
 
-def run_markov(params: Mapping[str, Any]) -> dict[str, Any]:
+def run_markov(params: Mapping[str, Any]) -> Any:
     """Sweep entry point: ``params`` (a :class:`MarkovRunSpec` as a dict, plus an optional
-    ``device``) -> the JSON-able record of :func:`train_markov`."""
+    ``device``, ``keep_models`` and, where it runs in the claim's own process, ``progress``) -> the
+    JSON-able record of :func:`train_markov`.
+
+    With ``keep_models`` true: :class:`sim.sweep.Kept` ``(record, models)``, ``models`` the
+    parameters (float32 numpy arrays by name) ``"final"`` at the last evaluation and
+    ``"plateau"`` in the middle of the run's 1-point plateau (:func:`sim.papers.markov.placement.plateau_index`,
+    ``None`` without one), with ``"plateau_step"``, for the claims that probe the models (G.3, G.4;
+    :func:`sim.papers.markov.runs.kept_runs`)."""
     params = dict(params)
     device = params.pop("device", "cpu")
-    return train_markov(MarkovRunSpec.from_dict(params), device=device)
+    progress = params.pop("progress", None)
+    keep = bool(params.pop("keep_models", False))
+    spec = MarkovRunSpec.from_dict(params)
+    if not keep:
+        return train_markov(spec, device=device, progress=progress)
+    from sim.papers.markov.placement import plateau_index
+    from sim.sweep import Kept
+
+    snaps: list = []
+    rec = train_markov(spec, device=device, snapshots=snaps, progress=progress)
+    i = plateau_index(rec, "ood" if "ood" in rec["eval"] else "id")
+    return Kept(rec, {"final": snaps[-1][1], "final_step": snaps[-1][0], "plateau": None if i is None else snaps[i][1],
+                      "plateau_step": None if i is None else snaps[i][0]})
 
 
 # ------------------------------------------------------------------------ read-outs ---

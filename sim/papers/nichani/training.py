@@ -60,6 +60,14 @@ __all__ = [
     "train_reduced_many",
     "WRONG_TASKS",
     "clear_cache",
+    "reduced_job",
+    "reduced_group",
+    "reduced_key",
+    "reduced_group_key",
+    "reduced_cost",
+    "reduced_timing_run",
+    "disentangled_cost",
+    "disentangled_timing_run",
 ]
 
 WRONG_TASKS = (None, "shuffled", "other-graph")
@@ -426,3 +434,92 @@ def train_reduced_many(task: NTask, seeds: Sequence[int], *, beta0: float, lr1: 
         for k, model, log in zip(todo, models, logs):
             _cached(keys[k], lambda model=model, log=log: (model, log))
     return [_CACHE[key] for key in keys]
+
+
+# ------------------------------------------------------------------- jobs of the grid runner --
+# One reduced model per job (N.K1, N.K4): plain arguments, the prior as its spec (a spec travels where
+# an object may not). The seeds of one T train as one batched model (reduced_group) on every device.
+_REDUCED_HP = ("beta0", "lr1", "steps1", "lr2", "steps2", "batch", "t_eff")
+
+
+def _reduced_task(job) -> NTask:
+    from sim.priors import parse_prior
+
+    return NTask(int(job["S"]), int(job["T"]), tuple(job["parents"]),
+                 prior=None if job["prior"] is None else parse_prior(job["prior"]))
+
+
+def reduced_job(job) -> tuple[ReducedModel, TrainLog]:
+    """:func:`train_reduced` from a job's plain arguments (``S``, ``T``, ``parents``, ``prior`` spec,
+    ``seed``, the hyperparameters of :func:`train_reduced`, ``device``, ``wrong``)."""
+    return reduced_group({"jobs": [job], "progress": job.get("progress")})[0]
+
+
+def reduced_group(group) -> list[tuple[ReducedModel, TrainLog]]:
+    """The jobs ``group["jobs"]`` (one task and hyperparameters, several seeds) trained as one
+    (:func:`train_reduced_many`), in order."""
+    jobs = group["jobs"]
+    first = jobs[0]
+    hp = {k: first[k] for k in _REDUCED_HP if k in first}
+    return train_reduced_many(_reduced_task(first), [int(j["seed"]) for j in jobs], device=first["device"],
+                              wrong=first["wrong"], progress=group.get("progress"), **hp)
+
+
+def reduced_key(job) -> tuple:
+    """Every input of :func:`reduced_job` (not ``progress``)."""
+    return ("nichani.reduced",) + tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                               for k, v in job.items() if k != "progress"))
+
+
+def reduced_group_key(job) -> tuple:
+    """Jobs that may train as one: all but the seed equal."""
+    return tuple(kv for kv in reduced_key(job) if kv[0] != "seed")
+
+
+def reduced_cost(job):
+    """What :func:`reduced_job` trains: ``steps1 + steps2`` gradient steps of one reduced model at ``S, T, batch``."""
+    from sim.claims.jobs import Cost
+
+    shape = {"S": int(job["S"]), "T": int(job["T"]), "batch": int(job["batch"])}
+    return Cost.of("nichani-reduced", "sim.papers.nichani.training:reduced_timing_run",
+                   steps=[(shape, int(job["steps1"]) + int(job["steps2"]))])
+
+
+#: The seed of the cost plan's timing runs: they time a step, no number of theirs is reported.
+TIMING_SEED = 0
+
+
+def reduced_timing_run(unit: str, shape, count: int, device: str = "cpu") -> None:
+    """The cost plan's timing run (:mod:`sim.plan`): ``count`` stage-1 steps of the reduced model on
+    the chain graph at ``shape`` (``S``, ``T``, ``batch``)."""
+    T = int(shape["T"])
+    task = NTask(int(shape["S"]), T, tuple([-1] + list(range(T - 2)) + [-1]))
+    train_reduced(task, seed=TIMING_SEED, beta0=T ** -1.5, lr1=1.0, steps1=int(count), lr2=1.0, steps2=0,
+                  batch=int(shape["batch"]), device=device, cache=False)
+
+
+def disentangled_cost(job):
+    """What one job training N's disentangled transformer costs: ``recipe.steps`` steps at ``S, T``, the
+    ``heads`` per layer (default ``(1, 1)``) and the recipe's batch and optimiser (the evaluation after
+    training is not counted)."""
+    from sim.claims.jobs import Cost
+
+    recipe = job["recipe"]
+    shape = {"S": int(job["S"]), "T": int(job["T"]), "heads": list(job.get("heads", (1, 1))), "batch": recipe.batch,
+             "optimizer": recipe.optimizer, "multi": bool(job.get("multi", False))}
+    return Cost.of("nichani-disentangled", "sim.papers.nichani.training:disentangled_timing_run",
+                   steps=[(shape, recipe.steps)])
+
+
+def disentangled_timing_run(unit: str, shape, count: int, device: str = "cpu") -> None:
+    """The cost plan's timing run (:mod:`sim.plan`): ``count`` steps of the disentangled transformer at
+    ``shape`` (:func:`disentangled_cost`), on the chain graph (or the trigram DAG for ``multi``)."""
+    S, T = int(shape["S"]), int(shape["T"])
+    recipe = Recipe("timing", shape["optimizer"], lr=0.1, steps=int(count), batch=int(shape["batch"]))
+    if shape.get("multi"):
+        task = MultiParentTask(S, tuple(() if i < 2 else (i - 2, i - 1) for i in range(T)) + ((T - 2, T - 1),))
+    else:
+        task = NTask(S, T, tuple([-1] + list(range(T - 2)) + [-1]))
+    train_disentangled(task, recipe, seed=TIMING_SEED, heads=tuple(shape["heads"]), device=device, cache=False,
+                       log_every=10 ** 9)
+

@@ -49,6 +49,7 @@ __all__ = [
     "bma_posterior_torch",
     "blind_attention",
     "prompt_losses",
+    "bma_loss_on",
     "layer2_attention",
     "layer2_bma_tv",
     "parent_accuracy",
@@ -356,6 +357,29 @@ def prompt_losses(model, tokens: Tensor, pi, *, chunk: int = 512) -> dict[str, n
             out["bma"].append(_mixture_nll(bma_posterior_torch(x[:, :L], log_pi), pi_t, tgt))
             out["blind"].append(_mixture_nll(blind.expand(x.shape[0], H, H), pi_t, tgt))
     return {k: torch.cat(v).cpu().numpy() for k, v in out.items()}
+
+
+def bma_loss_on(tokens: Tensor, pi, examples, *, chunk: int = 512) -> np.ndarray:
+    """Per-prompt cross-entropy (nats, mean over ``h = 1..H-1``) of BMA that reads only the context
+    examples ``examples`` (indices into ``0..L-1``), the others dropped, ``(B,)``:
+    ``-log sum_h' P(pa(h) = h' | x^S) pi[x^{L+1}_h', x^{L+1}_h]`` with ``S = examples`` (W Lemma 1 on
+    ``|S|`` examples; float64). The Bayes-optimal predictor that sees those examples only: what a model
+    whose first layer copies them, and nothing else, can reach at best (claim W.E3). ``tokens``
+    ``(B, L+1, H)`` with the target last."""
+    S = sorted(int(l) for l in examples)
+    L = tokens.shape[1] - 1
+    if not S or len(set(S)) != len(S) or S[0] < 0 or S[-1] >= L:
+        raise ValueError(f"examples must be distinct indices in 0..{L - 1}, got {list(examples)}")
+    dev = tokens.device
+    pi_t = torch.as_tensor(np.asarray(pi, dtype=np.float64), device=dev)
+    with np.errstate(divide="ignore"):
+        log_pi = torch.as_tensor(np.log(np.asarray(pi, dtype=np.float64)), device=dev)
+    idx = torch.as_tensor(S, device=dev)
+    out = []
+    for start in range(0, tokens.shape[0], chunk):
+        x = tokens[start:start + chunk]
+        out.append(_mixture_nll(bma_posterior_torch(x.index_select(1, idx), log_pi), pi_t, x[:, L]).cpu())
+    return torch.cat(out).numpy()
 
 
 def layer2_attention(model, inputs: Tensor, *, chunk: int = 512) -> np.ndarray:

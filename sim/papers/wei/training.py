@@ -33,10 +33,11 @@ from sim.claims.inputs import default_root, prior_for, record_matrix
 from sim.papers.wei.recipes import WRecipe
 
 __all__ = [
-    "TASKS", "WTask", "WRun", "recursive_parents_torch", "init_wei_model", "train_wei", "evaluate_wei",
-    "closed_fraction", "blind_bma_tv", "uniform_ov_error", "run_record", "threads_for",
+    "TASKS", "POSITIONS", "WTask", "WRun", "recursive_parents_torch", "init_wei_model", "train_wei", "evaluate_wei",
+    "paired_ratio", "closed_fraction", "blind_bma_tv", "uniform_ov_error", "run_record", "threads_for",
     "seed_number", "OUTCOME_VERDICT", "combine_outcomes", "ROUND_OFF", "strictly_above",
-    "task_assumptions", "train_job", "run_jobs", "train_seeds",
+    "task_assumptions", "train_job", "train_group_job", "run_jobs", "clear_shared_runs", "train_seeds", "seed_jobs",
+    "seed_job_args", "job_args", "train_cost", "timing_run",
 ]
 
 TASKS = ("w", "independent-trees", "fixed-tree")
@@ -104,19 +105,38 @@ class WTask:
         return sample
 
 
-def init_wei_model(d: int, L: int, H: int, recipe: WRecipe, *, generator, continuous: bool = False):
-    """A :class:`~sim.papers.wei.model.WeiTransformer` (or :class:`~sim.papers.wei.model.WeiContinuous`) with the
-    recipe's init, on ``generator.device``."""
+#: How layer 1 sees positions: W's relative-position encoding (the RPE) or absolute positions (W Appendix G).
+POSITIONS = ("relative", "absolute")
+
+
+def init_wei_model(d: int, L: int, H: int, recipe: WRecipe, *, generator, continuous: bool = False,
+                   K: int | None = None, positions: str = "relative"):
+    """A :class:`~sim.papers.wei.model.WeiTransformer` (or :class:`~sim.papers.wei.model.WeiContinuous`,
+    or with ``positions="absolute"`` a :class:`~sim.papers.wei.model.WeiAbsolute`) with ``K`` heads
+    (default ``L``) and the recipe's init, on ``generator.device``. The permutation start gives head
+    ``k`` its preference for example ``sigma(k)``, ``sigma`` the first ``K`` entries of a uniformly random
+    permutation of the ``L`` examples (so ``K < L`` heads start on ``K`` distinct examples)."""
     import torch
 
-    from sim.papers.wei.model import WeiContinuous, WeiTransformer
+    from sim.papers.wei.model import WeiAbsolute, WeiContinuous, WeiTransformer
 
-    cls = WeiContinuous if continuous else WeiTransformer
-    model = cls.init(d, L, H, generator=generator, scale=recipe.init_scale, wH0=recipe.wH0)
+    if positions not in POSITIONS:
+        raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
+    if continuous and positions != "relative":
+        raise ValueError("the continuous model has W's relative positions only")
+    K = L if K is None else int(K)
+    if not 1 <= K <= L:
+        raise ValueError(f"need 1 <= K <= L heads, got K={K}, L={L}")
+    cls = WeiContinuous if continuous else WeiAbsolute if positions == "absolute" else WeiTransformer
+    model = cls.init(d, L, H, K, generator=generator, scale=recipe.init_scale, wH0=recipe.wH0)
     if recipe.wL_init == "permutation":
-        sigma = torch.randperm(L, generator=generator, device=generator.device)  # head k -> example sigma(k)
+        sigma = torch.randperm(L, generator=generator, device=generator.device)[:K]  # head k -> example sigma(k)
+        heads = torch.arange(K, device=generator.device)
         with torch.no_grad():
-            model.w_L[torch.arange(L, device=generator.device), sigma] += recipe.perm_bias
+            if positions == "absolute":
+                model.w_ex[heads, :, sigma] += recipe.perm_bias  # at every query position
+            else:
+                model.w_L[heads, sigma] += recipe.perm_bias
     return model
 
 
@@ -139,16 +159,17 @@ class WRun:
 
 def train_wei(task: WTask, recipe: WRecipe, *, init_seed: int, data_seed: int, device: str = "cpu",
               progress: Callable[[str], None] | None = None, probes=None, thresholds=None,
-              stop_when_crossed: bool = False) -> WRun:
-    """Train W's model on ``task`` with ``recipe``; logs the BMA and structure-blind losses of
-    every logged batch next to the model's (:func:`sim.train.train`)."""
+              stop_when_crossed: bool = False, K: int | None = None, positions: str = "relative") -> WRun:
+    """Train W's model (``K`` heads, default ``L``; layer-1 ``positions`` as :func:`init_wei_model`) on
+    ``task`` with ``recipe``; logs the BMA and structure-blind losses of every logged batch next to the
+    model's (:func:`sim.train.train`)."""
     import torch
 
     from sim.papers.wei.probes import blind_attention, bma_posterior_torch, copier_report
     from sim.train import make_generator, train
 
     gen = make_generator(init_seed, device)
-    model = init_wei_model(task.d, task.L, task.H, recipe, generator=gen)
+    model = init_wei_model(task.d, task.L, task.H, recipe, generator=gen, K=K, positions=positions)
     initial = copier_report(model).min_score
     pi64 = torch.as_tensor(task.pi, dtype=torch.float64, device=device)
     with np.errstate(divide="ignore"):
@@ -214,21 +235,31 @@ def evaluate_wei(run: WRun, n_eval: int, eval_seed: int, *, eval_task: WTask | N
     return run.eval
 
 
-def closed_fraction(dist_model, dist_wrong) -> tuple[float, float]:
-    """How much of a wrong mechanism's distance from W's mechanism a model closes, on paired
-    per-prompt distances (W's mechanism at distance 0):
-
-        closed = 1 - mean(dist_model) / mean(dist_wrong),
-
-    with the delta-method standard error of the ratio. 1 = W's mechanism, 0 = no nearer than
-    the wrong one; below -1 it reads -1 (twice as far as the wrong mechanism, or further)."""
-    a, b = np.asarray(dist_model, dtype=float), np.asarray(dist_wrong, dtype=float)
+def paired_ratio(num, den) -> tuple[float, float]:
+    """``mean(num) / mean(den)`` of paired per-prompt values, with the delta-method standard error
+    ``sqrt(var(num) - 2 r cov(num, den) + r^2 var(den)) / (sqrt(n) mean(den))``; ``(nan, 0)`` unless
+    ``mean(den) > 0``."""
+    a, b = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     gap = b.mean()
     if not gap > 0:
         return float("nan"), 0.0
     r = a.mean() / gap
     cov = np.cov(np.stack([a, b])) if a.size > 1 else np.zeros((2, 2))
     se = math.sqrt(max(cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1], 0.0) / a.size) / gap
+    return float(r), se
+
+
+def closed_fraction(dist_model, dist_wrong) -> tuple[float, float]:
+    """How much of a wrong mechanism's distance from W's mechanism a model closes, on paired
+    per-prompt distances (W's mechanism at distance 0):
+
+        closed = 1 - mean(dist_model) / mean(dist_wrong),
+
+    with the delta-method standard error of the ratio (:func:`paired_ratio`). 1 = W's mechanism, 0 = no
+    nearer than the wrong one; below -1 it reads -1 (twice as far as the wrong mechanism, or further)."""
+    r, se = paired_ratio(dist_model, dist_wrong)
+    if math.isnan(r):
+        return float("nan"), 0.0
     return max(1.0 - r, -1.0), se
 
 
@@ -333,11 +364,44 @@ def train_job(job: Mapping[str, Any]) -> WRun:
     dev = job["device"]
     task = WTask(job["pi"], job["L"], job["H"], kind=job["kind"], fixed_seed=job["fixed_seed"], device=dev)
     run = train_wei(task, job["recipe"], init_seed=job["init_seed"], data_seed=job["data_seed"], device=dev,
-                    progress=job.get("progress"))
+                    progress=job.get("progress"), K=job.get("K"), positions=job.get("positions", "relative"))
     if job.get("n_eval"):
         # Evaluated on W's task whatever the training task was: the checks are about W's mechanism.
         evaluate_wei(run, job["n_eval"], job["eval_seed"], eval_task=WTask(job["pi"], job["L"], job["H"], device=dev))
     return run
+
+
+def train_group_job(group: Mapping[str, Any]) -> list[WRun]:
+    """Train the jobs ``group["jobs"]`` (one architecture: the same ``d, L, H``, task kind, recipe, device,
+    ``K`` and positions; each its own ``pi``, seeds and prompts) as one (:func:`sim.train.train_batched`),
+    and evaluate each as :func:`train_job`. Model ``k`` is the model :func:`train_job` gives for job ``k``,
+    to float round-off (vmapped kernels sum in another order); the runs log the training loss only (no
+    Bayes loss beside it). Module level: a spawned worker imports it."""
+    import torch
+
+    from sim.papers.wei.probes import copier_report
+    from sim.train import make_generator, train_batched
+
+    torch.set_num_threads(1)
+    jobs = group["jobs"]
+    first = jobs[0]
+    dev, recipe = first["device"], first["recipe"]
+    tasks = [WTask(j["pi"], j["L"], j["H"], kind=j["kind"], fixed_seed=j["fixed_seed"], device=dev) for j in jobs]
+    models = [init_wei_model(t.d, t.L, t.H, recipe, generator=make_generator(j["init_seed"], dev), K=j.get("K"),
+                             positions=j.get("positions", "relative")) for t, j in zip(tasks, jobs)]
+    initial = [copier_report(m).min_score for m in models]
+    t0, c0 = time.perf_counter(), time.process_time()
+    logs = train_batched(models, [t.sampler(recipe) for t in tasks], recipe.config(0), [j["data_seed"] for j in jobs],
+                         device=dev, progress=group.get("progress"))
+    wall, cpu = (time.perf_counter() - t0) / len(jobs), (time.process_time() - c0) / len(jobs)
+    runs = []
+    for j, t, m, log, init in zip(jobs, tasks, models, logs, initial):
+        run = WRun(model=m, task=t, recipe=recipe, seeds={"init": j["init_seed"], "data": j["data_seed"]}, log=log,
+                   seconds=wall, initial_copier=init, cpu_seconds=cpu)
+        if j.get("n_eval"):
+            evaluate_wei(run, j["n_eval"], j["eval_seed"], eval_task=WTask(j["pi"], j["L"], j["H"], device=dev))
+        runs.append(run)
+    return runs
 
 
 def _job_key(job: Mapping[str, Any]) -> tuple:
@@ -346,24 +410,140 @@ def _job_key(job: Mapping[str, Any]) -> tuple:
         (k, np.asarray(v, dtype=np.float64).tobytes() if k == "pi" else v) for k, v in job.items() if k != "progress"))
 
 
-def run_jobs(ctx: Context, jobs: list[dict], label: str) -> list[WRun]:
+def train_cost(job: Mapping[str, Any]):
+    """What :func:`train_job` trains: the recipe's two stages of W's model (``steps1`` at ``batch1``,
+    ``steps2`` at ``batch2``; ``K`` heads and layer-1 ``positions`` when the job names them) and, with
+    ``n_eval``, one evaluation (:func:`evaluate_wei`). A job of a batched group is priced as trained alone
+    (an upper bound: the group's models train as one)."""
+    from sim.claims.jobs import Cost
+
+    recipe, d = job["recipe"], int(np.asarray(job["pi"]).shape[0])
+    size = {"d": d, "L": int(job["L"]), "H": int(job["H"])}
+    if job.get("K") is not None:
+        size["K"] = int(job["K"])
+    if job.get("positions", "relative") != "relative":
+        size["positions"] = job["positions"]
+    steps = [({**size, "batch": recipe.batch1, "stage": 1}, recipe.steps1),
+             ({**size, "batch": recipe.batch2, "stage": 2}, recipe.steps2)]
+    evals = [({**size, "n_eval": int(job["n_eval"])}, 1)] if job.get("n_eval") else []
+    return Cost.of("wei", "sim.papers.wei.training:timing_run", steps=steps, evals=evals)
+
+
+def job_args(jobs: list[dict], label: str, *, batched: bool = False) -> dict[str, Any]:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for :func:`train_job` over ``jobs`` (what
+    :func:`run_jobs` trains and a claim's plan prices); with ``batched``, the jobs to do that share an
+    architecture (``_architecture``) train as one group (:func:`train_group_job`), on the CPU too."""
+    args = {"fn": train_job, "jobs": jobs, "key": _job_key, "label": label, "cost": train_cost}
+    if batched:
+        args.update(batch=train_group_job, group=_architecture, batch_on_cpu=True)
+    return args
+
+
+#: Runs that more than one claim trains, kept in this process (``share=True`` in :func:`run_jobs`): W.E3 and
+#: W.E4 read W.E1's mechanism runs beside their own models (``Claim.reuses``: a run evaluates them after
+#: W.E1, in its process, and a resumed run finds W.E1's records). Keyed by every input of the job, so a hit
+#: is the model the job would train.
+_SHARED_RUNS: dict[tuple, WRun] = {}
+_SHARED_MAX = 256
+
+
+def clear_shared_runs() -> None:
+    """Forget the runs kept for other claims in this process."""
+    _SHARED_RUNS.clear()
+
+
+def run_jobs(ctx: Context, jobs: list[dict], label: str, *, share: bool = False, batched: bool = False) -> list[WRun]:
     """:func:`train_job` over ``jobs``, in order, on the grid runner (:func:`sim.claims.jobs.run_jobs`):
     on the CPU a local pool of ``settings["workers"]`` (default: the CPU count) one-thread
     workers, otherwise here one by one with live progress; the numbers are the same. Jobs this
-    claim's evaluation already trained (an earlier look of a sequential decision) are taken
-    from ``ctx.memo``, not trained again."""
-    return run_claim_jobs(ctx, train_job, jobs, key=_job_key, label=label)
+    claim's evaluation already trained (an earlier look of a sequential decision, or an
+    interrupted run's records) are not trained again; with ``share``, so are jobs another claim trained
+    in this process with ``share`` (the same inputs: the same model), and these runs are kept for the next.
+    With ``batched``, the jobs left to train that share an architecture are trained as one
+    (:func:`train_group_job`, one grid job per architecture, each job still its own record): several
+    small models per step cost little more than one."""
+    keys = [_job_key(job) for job in jobs]
+    if share:
+        for k in keys:
+            if k in _SHARED_RUNS and k not in ctx.memo_store:
+                ctx.memo(k, lambda k=k: _SHARED_RUNS[k])
+    runs = run_claim_jobs(ctx, **job_args(jobs, label, batched=batched))
+    if share:
+        for k, run in zip(keys, runs):
+            if k not in _SHARED_RUNS and len(_SHARED_RUNS) >= _SHARED_MAX:
+                _SHARED_RUNS.pop(next(iter(_SHARED_RUNS)))
+            _SHARED_RUNS[k] = run
+    return runs
 
 
-def train_seeds(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
-                 task_kind: str | None = None) -> list[WRun]:
-    """Train ``n_seeds`` models of part ``part`` of the claim (settings ``s`` under ``prefix``: ``d, L, H``, the
-    recipe, ``n_eval``): each on its own ``pi`` from the prior and its own seeds, through :func:`run_jobs`."""
+def _architecture(job: Mapping[str, Any]) -> tuple:
+    """What models must share to be trained as one: every input of a job but its ``pi``, seeds and prompts."""
+    own = ("pi", "fixed_seed", "init_seed", "data_seed", "eval_seed", "progress")
+    return tuple(sorted((k, v) for k, v in job.items() if k not in own))
+
+
+def seed_jobs(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
+              task_kind: str | None = None, seed_claim: str | None = None) -> list[dict]:
+    """The jobs of :func:`train_seeds`: ``n_seeds`` models of part ``part`` (settings ``s`` under ``prefix``: ``d,
+    L, H``, the recipe, ``n_eval``), each on its own ``pi`` from the prior and its own seeds. The seeds are the
+    claim's own (``ctx.seed_for``), or with ``seed_claim`` those claim ``seed_claim`` derives for the same part
+    from the same master seed: its jobs, so W.E3 and W.E4 train beside W.E1's runs on the same ``pi``, data
+    and evaluation prompts."""
+    from sim.seeds import derive_seed
+
+    owner = seed_claim or ctx.claim.id
+
+    def seed(purpose: str) -> int:  # ctx.seed_for(purpose) when the owner is the claim itself
+        return derive_seed(ctx.seed, owner, purpose)
+
     d, L, H = s[f"{prefix}d"], s[f"{prefix}L"], s[f"{prefix}H"]
     recipe = WRecipe.from_settings(s, prefix)
     kind = task_kind or s.get("task", "w")
-    jobs = [{"pi": prior_for(ctx, d).sample(ctx.rng(f"{part}/pi/{i}"), 1)[0], "L": L, "H": H, "kind": kind,
-             "fixed_seed": ctx.seed_for(f"{part}/fixed-tree/{i}"), "recipe": recipe, "device": ctx.device,
-             "init_seed": ctx.seed_for(f"{part}/init/{i}"), "data_seed": ctx.seed_for(f"{part}/data/{i}"),
-             "n_eval": s[f"{prefix}n_eval"], "eval_seed": ctx.seed_for(f"{part}/eval/{i}")} for i in range(n_seeds)]
-    return run_jobs(ctx, jobs, f"{ctx.claim.id} {part} seed")
+    return [{"pi": prior_for(ctx, d).sample(np.random.default_rng(seed(f"{part}/pi/{i}")), 1)[0], "L": L, "H": H,
+             "kind": kind, "fixed_seed": seed(f"{part}/fixed-tree/{i}"), "recipe": recipe, "device": ctx.device,
+             "init_seed": seed(f"{part}/init/{i}"), "data_seed": seed(f"{part}/data/{i}"),
+             "n_eval": s[f"{prefix}n_eval"], "eval_seed": seed(f"{part}/eval/{i}")} for i in range(n_seeds)]
+
+
+def _seed_label(ctx: Context, part: str) -> str:
+    return f"{ctx.claim.id} {part} seed"
+
+
+def seed_job_args(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
+                  task_kind: str | None = None) -> dict[str, Any]:
+    """:func:`job_args` of :func:`seed_jobs` (what :func:`train_seeds` trains and a claim's plan prices)."""
+    return job_args(seed_jobs(ctx, part, s, prefix, n_seeds, task_kind=task_kind), _seed_label(ctx, part))
+
+
+def train_seeds(ctx: Context, part: str, s: Mapping[str, Any], prefix: str, n_seeds: int, *,
+                task_kind: str | None = None, share: bool = False) -> list[WRun]:
+    """Train the models of :func:`seed_jobs` through :func:`run_jobs` (``share``: kept for, and taken from,
+    other claims in this process)."""
+    return run_jobs(ctx, seed_jobs(ctx, part, s, prefix, n_seeds, task_kind=task_kind), _seed_label(ctx, part),
+                    share=share)
+
+
+#: The seed of the cost plan's timing runs: they time a step, no number of theirs is reported.
+TIMING_SEED = 0
+
+
+def timing_run(unit: str, shape: Mapping[str, Any], count: int, device: str = "cpu") -> None:
+    """The cost plan's timing run (:mod:`sim.plan`): ``count`` training steps of W's model at ``shape``
+    (``d, L, H``, ``batch`` and the ``stage``, whose parameters train; ``K`` heads and ``positions`` when
+    given), or ``count`` evaluations on ``n_eval`` prompts (:func:`evaluate_wei`, after one step)."""
+    from sim.claims.inputs import DEFAULT_W_PRIOR
+
+    d, L, H = int(shape["d"]), int(shape["L"]), int(shape["H"])
+    arch = {"K": int(shape["K"]) if "K" in shape else None, "positions": shape.get("positions", "relative")}
+    pi = DEFAULT_W_PRIOR.bind(d).sample(np.random.default_rng(TIMING_SEED), 1)[0]
+    task = WTask(pi, L, H, device=device)
+    if unit == "step":
+        stage1 = int(shape["stage"]) == 1
+        recipe = WRecipe(steps1=int(count) if stage1 else 0, batch1=int(shape["batch"]),
+                         steps2=0 if stage1 else int(count), batch2=int(shape["batch"]))
+        train_wei(task, recipe, init_seed=TIMING_SEED, data_seed=TIMING_SEED, device=device, **arch)
+        return
+    run = train_wei(task, WRecipe(steps1=1, steps2=0, batch1=8), init_seed=TIMING_SEED, data_seed=TIMING_SEED,
+                    device=device, **arch)
+    for _ in range(int(count)):
+        evaluate_wei(run, int(shape["n_eval"]), TIMING_SEED)

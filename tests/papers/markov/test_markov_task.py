@@ -327,3 +327,137 @@ def test_judge_end_a_margin_within_its_error_is_enough_only_when_the_runner_up_i
     # a margin of exactly z s.e. is not beyond it
     assert judge_end(_placed(margin=0.2), ["G2"], 2.0) is Outcome.UNDECIDED
     assert judge_end(_placed(margin=0.2000001), ["G2"], 2.0) is Outcome.HELD
+
+
+# ------------------------------------------------- interventions on training, kept models ---
+TINY = dict(C=3, K=2, N=8, width=8, steps=6, batch=4, n_eval=6, eval_every=3, eval_log_points=0,
+            strategies=["uniform", "G1", "G2", "M1", "M2"], threads=1)
+#: G's slowed first attention layer: the parameters of layer 1's attention scores.
+LAYER1_SCORES = [["blocks.0.Wq", 0.1], ["blocks.0.Wk", 0.1], ["blocks.0.rel", 0.1]]
+
+
+def test_training_interventions_at_their_identity_change_nothing():
+    """Rate factors 1 and task injection with probability 0 give the run without them, every
+    evaluation equal (rate factor 1: to the bit; no injection: the same code path). Away from the
+    identity each changes the run: the slowed layer-1 scores and an injected task."""
+    from sim.sweep import deterministic_part
+
+    def numbers(rec):
+        return deterministic_part({k: v for k, v in rec.items() if k != "spec"})
+
+    base = mi.run_markov(TINY)
+    assert numbers(mi.run_markov({**TINY, "lr_factors": [[p, 1.0] for p, _ in LAYER1_SCORES]})) == numbers(base)
+    assert numbers(mi.run_markov({**TINY, "inject_p": 0.0})) == numbers(base)
+    slowed = mi.run_markov({**TINY, "lr_factors": LAYER1_SCORES})
+    injected = mi.run_markov({**TINY, "inject_p": 1.0})
+    assert slowed["eval"] != base["eval"] and injected["eval"] != base["eval"]
+    assert slowed["spec"]["lr_factors"] == LAYER1_SCORES and injected["spec"]["inject_p"] == 1.0
+    with pytest.raises(ValueError, match="inject_p must be a probability"):
+        mi.MarkovRunSpec(K=2, inject_p=1.5)
+    with pytest.raises(ValueError, match="task injection .* needs a finite set"):
+        mi.MarkovRunSpec(K="inf", strategies=("G1", "G2"), inject_p=0.5)
+
+
+def test_injection_draws_its_own_stream_and_leaves_the_batches_alone():
+    """The injected sequences are chosen from the run's ``inject`` stream: the training batches
+    (the ``data`` stream) are those of the run without injection, with each sequence's chain."""
+    spec = mi.MarkovRunSpec(**{k: v for k, v in TINY.items()})
+    P, mu = mi.run_chains(spec)
+    plain, with_chains = mi.batch_sampler(spec, P, mu), mi.batch_sampler(spec, P, mu, chains=True)
+    for _ in range(mi.PREFETCH + 2):  # across a prefetch boundary
+        x, k = with_chains()
+        assert np.array_equal(plain(), x) and k.shape == (spec.batch,) and set(k.tolist()) <= {0, 1}
+    with pytest.raises(ValueError, match="chains=True needs a finite set"):
+        mi.batch_sampler(mi.MarkovRunSpec(K="inf", strategies=("G1",)), chains=True)
+
+
+def test_keep_models_hands_back_the_final_and_plateau_models_with_the_same_record():
+    """``keep_models``: the record is the one the run writes without it, and the kept weights are
+    the model at its last evaluation (a model rebuilt from them predicts what the record
+    measured) and, where the run has a 1-point plateau, the one in its middle."""
+    import torch
+
+    from sim.papers.markov.model import MarkovLM
+    from sim.papers.markov.placement import plateau_index
+    from sim.sweep import Kept, deterministic_part
+
+    kept = mi.run_markov({**TINY, "keep_models": True})
+    assert isinstance(kept, Kept)
+    assert deterministic_part(kept.record) == deterministic_part(mi.run_markov(TINY))
+    models = kept.objects
+    assert models["final_step"] == kept.record["steps"][-1]
+    i = plateau_index(kept.record, "ood")
+    assert (models["plateau"] is None) == (i is None)
+    spec = mi.MarkovRunSpec(**TINY)
+    m = MarkovLM(spec.model_config())
+    m.load_state_dict({n: torch.from_numpy(v) for n, v in models["final"].items()})
+    m.eval()
+    x, preds, _ = mi.evaluation_sets(spec, *mi.run_chains(spec))["id"]
+    with torch.no_grad():
+        logq = torch.log_softmax(m(torch.as_tensor(x)).double(), -1).numpy()
+    assert abs(mi.kl_per_sequence(preds["M2"], logq).mean() - kept.record["eval"]["id"]["M2"][-1]) < 1e-5
+
+
+def test_plateau_index_is_the_middle_of_the_longest_one_point_stretch():
+    from sim.papers.markov.placement import plateau_index
+
+    def rec(path):
+        phases = ["uniform", "G1", "G2", "M1", "M2"]
+        ev = {p: [0.1 if p == near else 0.5 for near in path] for p in phases}
+        ev["pair_se"] = [[[0.01] * 5 for _ in phases] for _ in path]
+        return {"steps": list(range(len(path))), "pair_order": phases, "eval": {"ood": ev}}
+
+    assert plateau_index(rec(["uniform", "M1", "G2", "G1", "M1", "M1", "G2"]), "ood") == 4  # stretch 3..5
+    assert plateau_index(rec(["uniform", "G1", "G1", "G2"]), "ood") == 1  # the earlier of two middles
+    assert plateau_index(rec(["uniform", "M2", "M2"]), "ood") is None
+    assert plateau_index({**rec(["G1"]), "pair_order": ["uniform", "G1", "G2", "M1", "M2"]}, "ood",
+                         one_point=("X",)) is None
+
+
+def test_stop_rules_stop_at_the_first_rule_that_holds_and_refuse_what_cannot_hold():
+    """At init the model is placed at "uniform" on both sets: a rule on either stops the run at
+    step 0 (with G.1's rule on the other set unmet), a rule that never holds lets it train on."""
+    params = {**TINY, "stop_patience": 1, "stop_margin_z": 0.0}
+    assert mi.run_markov({**params, "stop_rules": [["ood", ["uniform"]]]})["stopped_at"] == 0
+    either = mi.run_markov({**params, "stop_when_placed": ["M2"], "stop_set": "id",
+                            "stop_rules": [["ood", ["uniform"]]]})
+    assert either["stopped_at"] == 0 and either["spec"]["stop_rules"] == [["ood", ["uniform"]]]
+    assert mi.run_markov({**params, "stop_rules": [["id", ["M2"]]], "stop_margin_z": 1e6})["stopped_at"] is None
+    for bad in ([["test", ["G2"]]], [["id", ["M3"]]], [["id", []]]):
+        with pytest.raises(ValueError, match="stop rule"):
+            mi.MarkovRunSpec(K=2, stop_rules=bad)
+    with pytest.raises(ValueError, match="two stopping rules"):
+        mi.MarkovRunSpec(K=2, stop_rules=[["id", ["M2"]]], stop_when_nearest="M2")
+
+
+def test_kept_runs_finds_what_a_sweep_kept_and_trains_the_rest_once(tmp_path):
+    """A claim's kept models are found by the run's parameters without training; a run no claim kept
+    is trained on the grid runner (its record written like every job's) and kept, so a second look
+    trains nothing; a claim that reuses another finds that claim's models in its records."""
+    from sim.claims.base import Claim, Context, Source
+
+    def claim(cid, reuses=()):
+        return Claim(id=cid, title=cid, source=Source("G", "-", "-"), statement="-", assumptions=(), checks={},
+                     reuses=reuses,
+                     settings={p: {"workers": 1} for p in ("quick", "standard", "paper")})
+
+    ctx = Context(claim=claim("T"), profile="quick", seed=0, out_dir=tmp_path)
+    mr.clear_kept()
+    swept = {**TINY, "keep_models": True}
+    rec = mr.sweep_records(ctx, "k", [swept])[0]
+    other = {**swept, "seed": 5}
+    (r1, m1), (r2, m2) = mr.kept_runs(ctx, "t", [swept, other])
+    assert r1 == rec and m1["final_step"] == rec["steps"][-1]
+    assert r2["spec"]["seed"] == 5
+    assert [e["status"] for e in ctx.job_log] == ["trained", "trained"]  # the swept one was not trained again
+    assert len(list((tmp_path / "jobs" / "T" / "runs").glob("*.json"))) == 2
+    mr.kept_runs(ctx, "t", [other, swept])
+    assert len(ctx.job_log) == 2
+    mr.clear_kept()  # a later process: the models come from T's records
+    later = Context(claim=claim("U", reuses=("T",)), profile="quick", seed=0, out_dir=tmp_path)
+    (r3, m3), = mr.kept_runs(later, "t", [other])
+    assert r3 == r2 and [e["status"] for e in later.job_log] == ["reused"]
+    assert all(np.array_equal(m3["final"][n], v) for n, v in m2["final"].items())
+    with pytest.raises(ValueError, match="keep_models=True"):
+        mr.kept_runs(ctx, "t", [TINY])
+    mr.clear_kept()

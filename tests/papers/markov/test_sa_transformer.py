@@ -6,7 +6,9 @@ the learned head is checked at ``delta = 0`` (uniform pooling) and large ``delta
 previous token); the O(T) last-position path equals the full forward; hook points have
 their documented shapes; seeds on the leading axis do not interact; the fast sampler
 draws the same tokens as sim.papers.markov.task.fresh_sequences; a short training run moves from
-G1 to G2.
+G1 to G2, records the trajectory of the scalars and is kept for reuse; the shuffled task keeps each
+sequence's tokens; the unigram solution and the loss's first-order coefficients around it (G.7)
+agree with brute force and with finite differences.
 """
 import numpy as np
 import pytest
@@ -15,7 +17,9 @@ import torch.nn.functional as F
 
 from sim.papers.markov.task import fresh_sequences, predict_g1, predict_g2
 from sim.models.hooks import run_with_cache
-from sim.papers.markov.sa_transformer import SAConfig, SATransformer, fresh_batch, last_position_strategies, train_tau
+from sim.papers.markov import sa_transformer as sa
+from sim.papers.markov.sa_transformer import (SAConfig, SATransformer, fresh_batch, last_position_strategies, loss_surface,
+                                              train_tau, unigram_expansion, unigram_solution)
 
 C = 10
 
@@ -171,3 +175,86 @@ def test_short_training_goes_from_g1_to_g2_and_the_hard_wired_head_skips_the_del
     assert min(rec["final"]["delta"]) > 1 and min(rec["final"]["beta"]) > 1  # both biases grew
     hard = train_tau(layer1="hard", **kw)
     assert max(hard["tau"]) < min(rec["tau"])  # nothing to learn in layer 1: a shorter G1 plateau
+
+
+def test_training_records_the_trajectory_and_keeps_the_record_for_reuse(monkeypatch):
+    torch.set_num_threads(1)
+    sa.clear_cache()
+    kw = dict(N=8, seeds=[3, 4], batch=16, max_steps=30, eval_every=10, n_eval=64, data_seed=7, eval_seed=8)
+    rec = train_tau(**kw)
+    tr = rec["trajectory"]
+    assert set(tr) == {"delta", "beta", "v", "loss"} and len(tr["beta"]) == 2
+    assert all(len(tr[k][i]) == len(rec["steps"]) for k in tr for i in range(2))
+    assert tr["beta"][0][-1] == pytest.approx(rec["final"]["beta"][0])
+    assert tr["loss"][0][0] == pytest.approx(np.log(C), abs=1e-3)  # init N(0, 0.01^2): the uniform prediction
+    calls = []
+    monkeypatch.setattr(sa, "_train_tau", lambda **k: calls.append(k))
+    again = train_tau(**kw)  # the same arguments: from the cache, not retrained
+    assert calls == [] and again == rec and again is not rec
+    train_tau(**{**kw, "data_seed": 9})  # another argument: trained
+    assert len(calls) == 1
+    sa.clear_cache()
+
+
+def test_the_shuffled_task_permutes_each_sequence_in_time(monkeypatch):
+    """The control's sequences keep their tokens (the unigram counts), in another order (no transitions)."""
+    seen = {}
+    real_batch = sa.fresh_batch
+
+    def spy(rng, C_, n, length, alpha):
+        out = real_batch(rng, C_, n, length, alpha)
+        seen["raw"] = out.clone()
+        return out
+
+    monkeypatch.setattr(sa, "fresh_batch", spy)
+    got = []
+    real_loss = SATransformer.last_loss
+
+    def grab(self, x, y):
+        got.append(torch.cat([x, y.unsqueeze(-1)], -1).clone())
+        return real_loss(self, x, y)
+
+    monkeypatch.setattr(SATransformer, "last_loss", grab)
+    train_tau(N=12, seeds=[1], batch=8, max_steps=1, eval_every=1, n_eval=8, task="shuffled", cache=False)
+    shuffled, raw = got[0][0], seen["raw"].view(-1, 8, 13)[0]
+    assert torch.equal(shuffled.sort(-1).values, raw.sort(-1).values) and not torch.equal(shuffled, raw)
+    with pytest.raises(ValueError, match="task"):
+        train_tau(N=4, seeds=1, task="iid")
+
+
+def test_unigram_solution_minimises_the_loss_at_beta_zero():
+    x = fresh_batch(np.random.default_rng(3), C, 300, 21, 0.1)
+    v = unigram_solution(x[:, :-1], x[:, -1])
+    m = SATransformer(SAConfig(vocab=C, seeds=41, init_std=0.0))
+    grid = v + torch.linspace(-0.2, 0.2, 41, dtype=torch.float64)
+    with torch.no_grad():
+        m.v.copy_(grid)
+        L = m.last_loss(x[:, :-1], x[:, -1].expand(41, -1))
+    assert int(L.argmin()) == 20 and L[20] < L[19] and L[20] < L[21]  # the grid's centre is its minimum
+
+
+def test_first_order_coefficients_agree_with_finite_differences():
+    """c_beta = -dL/d beta, c_beta_delta = -d2L/d beta d delta at (0, 0, v*) by autograd, against central
+    differences of the same sequences' mean loss; c_delta is exactly 0 (delta acts only through beta)."""
+    x = fresh_batch(np.random.default_rng(4), C, 200, 17, 0.1)
+    e = unigram_expansion(x[:, :-1], x[:, -1])
+    v = e["v_star"]
+
+    def L(beta, delta):
+        m = SATransformer(SAConfig(vocab=C, seeds=1, init_std=0.0))
+        with torch.no_grad():
+            m.beta.fill_(beta)
+            m.delta.fill_(delta)
+            m.v.fill_(v)
+            return float(m.last_loss(x[:, :-1], x[:, -1].unsqueeze(0))[0])
+
+    h = 1e-4
+    fd_beta = -(L(h, 0) - L(-h, 0)) / (2 * h)
+    fd_mixed = -(L(h, h) - L(h, -h) - L(-h, h) + L(-h, -h)) / (4 * h * h)
+    assert e["c_beta"].mean() == pytest.approx(fd_beta, rel=1e-6, abs=1e-9)
+    assert e["c_beta_delta"].mean() == pytest.approx(fd_mixed, rel=1e-4)
+    assert np.all(e["c_delta"] == 0.0) and L(0, 0.5) == L(0, -0.5)
+    assert e["loss"].mean() == pytest.approx(L(0, 0), rel=1e-12)
+    # the same surface through loss_surface (grid points on the seed axis)
+    S = loss_surface(x[:, :-1], x[:, -1], [-h, h], [0.0, 0.3], v)
+    assert S[0, 0] == pytest.approx(L(-h, 0), rel=1e-12) and S[1, 1] == pytest.approx(L(h, 0.3), rel=1e-12)

@@ -151,6 +151,37 @@ def test_prompt_losses_against_theory_and_by_hand():
     assert P.gap_closed(out0["model"].mean(), out0["blind"].mean(), out0["bma"].mean()) == pytest.approx(0, abs=1e-9)
 
 
+def test_bma_loss_on_k_examples_against_brute_force():
+    """BMA on a subset S of the context examples (W.E3's baseline) against the posterior summed over every
+    recursive tree (theory.bma_posterior_bruteforce, which does not use Lemma 1's factorisation), with the
+    target's prefix, prompt by prompt; S = all examples is prompt_losses' BMA; and fewer examples lose
+    evidence on average (BMA on 1 > on 2 > on all 4, beyond 5 s.e. of the prompts)."""
+    from theory import bma_posterior_bruteforce
+
+    d, L, H = 3, 4, 5
+    pi = _pi(21, d, floor=0.02)
+    tokens = _task_tokens(pi, 40, L, H, seed=22)
+    for S in ([2], [0, 3], [1, 2, 3]):
+        ours = P.bma_loss_on(tokens, pi, S, chunk=7)
+        for b in range(0, 40, 7):
+            ctx, tgt = tokens[b, S].numpy(), tokens[b, L].numpy()
+            brute = np.mean([-np.log(bma_posterior_bruteforce(ctx, pi, h, target_prefix=tgt) @ pi[tgt[:h], tgt[h]])
+                             for h in range(1, H)])
+            assert ours[b] == pytest.approx(brute, abs=1e-10), (S, b)
+    assert np.allclose(P.bma_loss_on(tokens, pi, range(L)), P.prompt_losses(wei_construction(pi, L, H, 30.0, dtype=F64),
+                                                                           tokens, pi)["bma"], atol=1e-12)
+    sharp = 0.6 * np.eye(d) + 0.4 / d  # a child mostly repeats its parent: every example is informative
+    many = _task_tokens(sharp, 3000, L, H, seed=23)
+    one, two, four = (P.bma_loss_on(many, sharp, S) for S in ([0], [0, 1], range(L)))
+    for a, b in ((one, two), (two, four)):
+        diff = a - b
+        assert diff.mean() > 5 * diff.std() / math.sqrt(diff.size)
+    with pytest.raises(ValueError, match="distinct indices"):
+        P.bma_loss_on(tokens, pi, [0, 0])
+    with pytest.raises(ValueError, match="distinct indices"):
+        P.bma_loss_on(tokens, pi, [L])
+
+
 def test_gap_closed_and_its_undefined_case():
     assert P.gap_closed(1.1, 1.5, 1.0) == pytest.approx(0.8)
     with pytest.raises(ValueError, match="undefined"):

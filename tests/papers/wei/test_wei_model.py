@@ -1,4 +1,5 @@
-"""Tests of sim.papers.wei.model: shapes, causal structure, W Theorem 1's construction vs exact BMA."""
+"""Tests of sim.papers.wei.model: shapes, causal structure, W Theorem 1's construction vs exact BMA, and the
+absolute-position variant (WeiAbsolute: the same layers, the RPE its special case)."""
 import math
 
 import numpy as np
@@ -9,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from theory import TheoryError, bma_posterior, bma_predictive
 from theory.strategies import stochastic_matrices
 from sim.models import run_with_cache
-from sim.papers.wei.model import WeiContinuous, WeiTransformer, wei_construction
+from sim.papers.wei.model import WeiAbsolute, WeiContinuous, WeiTransformer, wei_construction
 
 F64 = torch.float64
 
@@ -73,6 +74,29 @@ def test_shared_layer1_pattern_path_equals_the_per_prompt_path(output):
     assert torch.allclose(shared, loss, rtol=1e-12, atol=0)
     for a, b in zip(g_shared, g_per_prompt):
         assert torch.allclose(a, b, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("output", ["mixture", "logits"])
+def test_fast_paths_equal_the_fully_hooked_model(output):
+    """With no hook the model skips what nobody reads (layer 2's row 0, the full (B, H, H) pattern) and takes
+    the log of the targets' probabilities only; identity hooks on every point force the general path. Both
+    give the same loss and gradients, for the RPE and the absolute-position model."""
+    from sim.models import run_with_hooks
+
+    d, L, H, K, B = 3, 2, 6, 4, 5
+    tokens = _tokens(8, B, L, H, d)
+    rpe = WeiTransformer.init(d, L, H, K, generator=_gen(9), scale=1.0, output=output, dtype=F64)
+    for model in (rpe, WeiAbsolute.init(d, L, H, K, generator=_gen(10), scale=1.0, output=output, dtype=F64)):
+        fast = model.loss(tokens)
+        g_fast = torch.autograd.grad(fast, list(model.parameters()))
+        ident = {name: (lambda x, hook: x.clone()) for name in ("layer1.scores", "layer1.pattern", "layer2.scores",
+                                                                 "layer2.pattern")}
+        logp = run_with_hooks(model, tokens, fwd_hooks=ident)
+        slow = -logp.gather(-1, tokens[:, L, 1:, None]).mean()
+        g_slow = torch.autograd.grad(slow, list(model.parameters()))
+        assert torch.allclose(fast, slow, rtol=1e-12, atol=0)
+        for a, b in zip(g_fast, g_slow):
+            assert torch.allclose(a, b, rtol=1e-10, atol=1e-13)
 
 
 def test_layer1_score_indexing_by_hand():
@@ -255,3 +279,52 @@ def test_continuous_copier_gives_bilinear_scores_and_regression():
     A = cache["layer2.pattern"]
     assert torch.allclose(pred, A[:, 1:] @ (x[:, L] @ W_OV), atol=1e-12)
     assert torch.isclose(model.loss(x), ((pred - x[:, L, 1:]) ** 2).mean())
+
+
+# ------------------------------------------------------------------- absolute positions --
+def test_absolute_model_shapes_hooks_and_score_indexing():
+    """WeiAbsolute's layer 1 scores key (l_j, h_j) for query h as w_pos[k, h, h_j] + w_ex[k, h, l_j]; its
+    hooks and outputs have WeiTransformer's shapes."""
+    d, L, H, K, B = 3, 2, 4, 3, 5
+    model = WeiAbsolute.init(d, L, H, K, generator=_gen(11), scale=1.0, dtype=F64)
+    assert [n for n, _ in model.named_parameters()] == ["w_pos", "w_ex", "W_KQ", "W_OV"]
+    assert model.w_pos.shape == (K, H, H) and model.w_ex.shape == (K, H, L) and (model.K, model.L) == (K, L)
+    tokens = _tokens(12, B, L, H, d)
+    logp, cache = run_with_cache(model, tokens)
+    assert logp.shape == (B, H - 1, d) and torch.allclose(logp.exp().sum(-1), torch.ones(B, H - 1, dtype=F64))
+    assert cache["layer1.pattern"].shape == (B, K, H, L * H) and cache["layer2.pattern"].shape == (B, H, H)
+    s = cache["layer1.scores"][0]  # (K, H, L*H)
+    for k, h, l, hj in [(0, 0, 0, 0), (2, 3, 1, 1), (1, 1, 1, 3)]:
+        assert s[k, h, l * H + hj] == model.w_pos[k, h, hj] + model.w_ex[k, h, l]
+    assert torch.isclose(model.loss(tokens), -logp.gather(-1, tokens[:, L, 1:, None]).mean())
+
+
+def test_absolute_model_from_relative_is_the_rpe_model():
+    """The RPE is the special case w_pos[k, h, h_j] = w_H[k, h - h_j + H - 1], w_ex[k, h, l] = w_L[k, l]:
+    converted, W's construction (and a random RPE model) give the same scores, patterns and predictions."""
+    pi = _pi(13, 3)
+    tokens = _tokens(14, 6, 3, 5, 3)
+    for rpe in (wei_construction(pi, 3, 5, 2.0, dtype=F64),
+                WeiTransformer.init(3, 3, 5, 2, generator=_gen(15), scale=1.0, output="logits", dtype=F64)):
+        absolute = WeiAbsolute.from_relative(rpe)
+        assert absolute.output == rpe.output and absolute.K == rpe.K
+        a, ca = run_with_cache(absolute, tokens)
+        b, cb = run_with_cache(rpe, tokens)
+        assert torch.allclose(a, b, rtol=0, atol=1e-12)
+        for name in ("layer1.scores", "layer1.pattern", "layer2.pattern"):
+            assert torch.allclose(ca[name], cb[name], rtol=0, atol=1e-12), name
+
+
+def test_absolute_init_puts_wH0_on_the_same_position_and_rejects_bad_shapes():
+    a = WeiAbsolute.init(3, 4, 5, 2, generator=_gen(16), wH0=3.0)
+    c = WeiAbsolute.init(3, 4, 5, 2, generator=_gen(16), wH0=0.0)
+    assert torch.allclose(a.w_pos - c.w_pos, 3.0 * torch.eye(5).expand(2, 5, 5))
+    assert torch.equal(a.w_ex, c.w_ex) and a.K == 2 and WeiAbsolute.init(3, 4, 5, generator=_gen(0)).K == 4
+    with pytest.raises(ValueError, match="w_pos"):
+        WeiAbsolute(torch.zeros(2, 4, 3), torch.zeros(2, 4, 2), torch.zeros(6, 6), torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="w_ex"):
+        WeiAbsolute(torch.zeros(2, 4, 4), torch.zeros(2, 3, 2), torch.zeros(6, 6), torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="W_KQ"):
+        WeiAbsolute(torch.zeros(2, 4, 4), torch.zeros(2, 4, 2), torch.zeros(5, 5), torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="output"):
+        WeiAbsolute.init(3, 2, 4, generator=_gen(0), output="argmax")

@@ -1,6 +1,7 @@
 """W.E1, W.E2 and W.P2's trained tier: pass on small settings, a wrong constant FAILs with a
 counterexample, a model trained on the wrong task breaks the assumption and fails the probes,
-and the pieces (extension rule, Gaussian BMA in torch, CPU device path) are right."""
+and the pieces (extension rule, Gaussian BMA in torch, CPU device path; the training jobs: heads and
+positions, jobs shared between claims, several models trained as one) are right."""
 import dataclasses
 import itertools
 
@@ -202,7 +203,7 @@ def test_w_e1_model_wired_to_reversed_edges_fails(run_claim, monkeypatch):
         evaluate_wei(run, job["n_eval"], job["eval_seed"])
         return run
 
-    monkeypatch.setattr(training, "run_jobs", lambda ctx, jobs, label: [wrong_job(j) for j in jobs])
+    monkeypatch.setattr(training, "run_jobs", lambda ctx, jobs, label, **kw: [wrong_job(j) for j in jobs])
     res = run_claim(get("W.E1"), **TINY_E1)
     t = tier(res, "trained")
     assert res.verdict is Verdict.FAIL, t.summary
@@ -419,6 +420,95 @@ def test_task_kinds():
     assert x.shape == (5, 3, 6) and par.shape == (5, 6) and int(par[0, 0]) == -1
     with pytest.raises(ValueError, match="task kind"):
         WTask(pi, 2, 6, kind="shuffled")
+
+
+_FAKE_TRAINED: list = []
+
+
+def _fake_train_job(job):  # module level: the grid runner imports a job function by name
+    _FAKE_TRAINED.append(job["init_seed"])
+    return object()
+
+
+def test_seed_jobs_of_another_claim_and_runs_shared_between_claims(tmp_path, monkeypatch):
+    """A claim trains beside W.E1's runs (W.E3, W.E4): seed_jobs with W.E1's seeds gives W.E1's own jobs (same
+    pi, seeds and prompts), and run_jobs with ``share`` hands a run trained for one claim to the next claim in
+    the process instead of training it again (without ``share`` it trains)."""
+    from sim.claims.base import Context
+    from sim.papers.wei import training
+
+    s = {"d": 3, "L": 2, "H": 5, "n_eval": 64, "steps1": 1, "steps2": 1, "workers": 1}
+    e1 = Context(claim=get("W.E1"), profile="quick", seed=5, out_dir=tmp_path, overrides=s)
+    e3 = Context(claim=get("W.E2"), profile="quick", seed=5, out_dir=tmp_path, overrides=s)  # another claim
+    own, beside = training.seed_jobs(e1, "mechanism", e1.settings, "", 3), \
+        training.seed_jobs(e3, "mechanism", e3.settings, "", 3, seed_claim="W.E1")
+    assert [training._job_key(j) for j in own] == [training._job_key(j) for j in beside]
+    assert own[0]["init_seed"] == e1.seed_for("mechanism/init/0") != e3.seed_for("mechanism/init/0")
+    trained = _FAKE_TRAINED
+    trained.clear()
+    monkeypatch.setattr(training, "train_job", _fake_train_job)
+    training.clear_shared_runs()
+    try:
+        first = training.run_jobs(e1, own, "W.E1", share=True)
+        again = training.run_jobs(e3, beside, "other", share=True)
+        assert len(trained) == 3 and all(a is b for a, b in zip(first, again))
+        fresh = Context(claim=get("W.E2"), profile="quick", seed=5, out_dir=tmp_path, overrides=s)
+        training.run_jobs(fresh, beside, "third")  # not shared: trained again
+        assert len(trained) == 6
+    finally:
+        training.clear_shared_runs()
+
+
+def test_batched_jobs_give_the_models_train_job_gives(tmp_path, monkeypatch):
+    """run_jobs(batched=True) trains the jobs of one architecture (here K = 1 and K = 2 heads) as one per
+    architecture; each model is train_job's for its job to float round-off, evaluated the same way, and
+    each job has its own record in the run folder."""
+    from sim.claims.base import Context
+    from sim.papers.wei import training
+
+    s = {"d": 3, "L": 2, "H": 5, "n_eval": 64, "steps1": 6, "batch1": 16, "steps2": 4, "batch2": 16, "workers": 1}
+    ctx = Context(claim=get("W.E1"), profile="quick", seed=3, out_dir=tmp_path, overrides=s)
+    jobs = [{**job, "K": K} for K in (1, 2) for job in training.seed_jobs(ctx, "x", ctx.settings, "", 2)]
+    import sim.train
+
+    groups = []
+    real = sim.train.train_batched
+    monkeypatch.setattr(sim.train, "train_batched",
+                        lambda models, *a, **kw: groups.append(len(models)) or real(models, *a, **kw))
+    runs = training.run_jobs(ctx, jobs, "K-head", batched=True)
+    assert groups == [2, 2]  # one grid job per K, two models each
+    assert len(list((tmp_path / "jobs" / "W.E1" / "runs").glob("*.json"))) == 4  # a record per job
+    for job, run in zip(jobs, runs):
+        alone = training.train_job(job)
+        assert run.model.K == job["K"] and run.seeds == alone.seeds
+        for (n, p), q in zip(run.model.named_parameters(), alone.model.parameters()):
+            assert torch.allclose(p, q, atol=1e-5, rtol=0), n
+        assert run.eval["loss_model"].value == pytest.approx(alone.eval["loss_model"].value, abs=1e-5)
+    assert training.run_jobs(ctx, jobs, "again", batched=True)[3] is runs[3]  # memoised: not trained twice
+
+
+def test_init_wei_model_heads_and_positions():
+    """K < L heads start on K distinct examples (the recipe's one-to-one preference); K = L is the default
+    model draw for draw; absolute positions get the same preference at every query position."""
+    from sim.papers.wei.probes import copier_report
+    from sim.papers.wei.model import WeiAbsolute
+    from sim.papers.wei.training import init_wei_model
+
+    recipe = WRecipe(wH0=8.0, perm_bias=4.0)
+    default = init_wei_model(3, 6, 5, recipe, generator=torch.Generator().manual_seed(17))
+    full = init_wei_model(3, 6, 5, recipe, generator=torch.Generator().manual_seed(17), K=6)
+    for p, q in zip(default.parameters(), full.parameters()):
+        assert torch.equal(p, q)
+    few = init_wei_model(3, 6, 5, recipe, generator=torch.Generator().manual_seed(17), K=3)
+    rep = copier_report(few)
+    assert few.K == 3 and len(set(rep.example.tolist())) == 3 and rep.min_score > 0.8
+    absolute = init_wei_model(3, 6, 5, recipe, generator=torch.Generator().manual_seed(17), K=3, positions="absolute")
+    assert isinstance(absolute, WeiAbsolute) and len(set(copier_report(absolute).example.tolist())) == 3
+    assert copier_report(absolute).min_score > 0.3
+    with pytest.raises(ValueError, match="K=7"):
+        init_wei_model(3, 6, 5, recipe, generator=torch.Generator().manual_seed(0), K=7)
+    with pytest.raises(ValueError, match="positions"):
+        init_wei_model(3, 6, 5, recipe, generator=torch.Generator().manual_seed(0), positions="rotary")
 
 
 # ---------------------------------------------------------------------------- W.E2 pieces --

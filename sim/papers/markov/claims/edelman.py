@@ -23,6 +23,7 @@ from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outc
 from sim.papers.markov import runs as mr
 from sim.papers.markov.placement import placement
 from sim.claims.base import Claim, PrimaryReading, Source
+from sim.claims.jobs import planned_jobs
 
 __all__ = ["E_1", "CLAIMS"]
 
@@ -160,13 +161,23 @@ def _geometric(p: np.ndarray, q: np.ndarray, lam: float) -> np.ndarray:
 _VERDICT_OF = {Outcome.HELD: Verdict.PASS, Outcome.VIOLATED: Verdict.FAIL, Outcome.UNDECIDED: Verdict.INCONCLUSIVE}
 
 
+def _e1_params(ctx) -> list[dict]:
+    """The training runs of E.1's trained tier, one per seed of the settings."""
+    # a run stops early only once the last stage is nearest by the margin the decision reads (z paired s.e.)
+    stop = {"stop_margin_z": float(ctx.z)} if ctx.settings.get("stop_when_nearest") else {}
+    return [mr.run_params(ctx, seed=ctx.seed_for(f"train-{seed}"), **stop) for seed in ctx.settings["seeds"]]
+
+
+def _e1_jobs(ctx) -> list:
+    """E.1's training runs as the cost plan sees them (:func:`sim.claims.jobs.planned_jobs`)."""
+    return planned_jobs(**mr.markov_jobs(ctx, "stages", _e1_params(ctx)))
+
+
 def _check_e1(ctx) -> TierResult:
     s = ctx.settings
     stages = tuple(ctx.params["stages"])
     seeds = list(s["seeds"])
-    # a run stops early only once the last stage is nearest by the margin the decision reads (z paired s.e.)
-    stop = {"stop_margin_z": float(ctx.z)} if s.get("stop_when_nearest") else {}
-    params = [mr.run_params(ctx, seed=ctx.seed_for(f"train-{seed}"), **stop) for seed in seeds]
+    params = _e1_params(ctx)
     records = mr.sweep_records(ctx, "stages", params)
     conclusion, deciding, judged = decide_e1(records, stages, ctx.z)
     numbers, per_seed = [], []
@@ -277,6 +288,7 @@ E_1 = Claim(
     assumptions=("in-context unigram statistics are informative (unigram loss < uniform loss)",
                  "fresh transition matrix per sequence (E's ICL-MC task)"),
     checks={"trained": _check_e1},
+    jobs={"trained": _e1_jobs},
     settings={
         # `steps` is the budget of a run that has not reached the bigram stage (a run stops once it has):
         # most do by 600-1,250 steps, a run on E's unigram plateau can take several thousand.

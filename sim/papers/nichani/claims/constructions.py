@@ -906,6 +906,13 @@ def _k9_montecarlo(ctx: Context) -> TierResult:
     return res
 
 
+def _k9_jobs(ctx: Context) -> list:
+    """The montecarlo tier's trained finding's models, as the cost plan sees them."""
+    from sim.papers.nichani.claims.constructions_trained import k9_jobs  # torch is imported only when it runs
+
+    return k9_jobs(ctx)
+
+
 def _k9_trained_finding(ctx: Context) -> tuple[Finding, list[str]]:
     """The catalogue's trained reading of Knowl 9, reported beside the verdict: a 2-head model
     trained on a 2-parent task splits the parents across its first-layer heads.
@@ -1019,6 +1026,7 @@ N_K9 = Claim(
                "counts the last prompt position."),
     assumptions=(BETA_ASSUMPTION,),
     checks={"exact": _k9_exact, "montecarlo": _k9_montecarlo},
+    jobs={"montecarlo": _k9_jobs},
     settings={
         "quick": {"tiers": ("exact", "montecarlo"), "trained_finding": True, "sizes": ((2, 6), (3, 5)),
                   "graphs": ("ngram", "notebook", "random"), "betas": (1, 4, 16, 64, 256, 1024, 4096),

@@ -16,9 +16,10 @@ from sim.papers.nichani.claims.experiments import model_probs
 from sim.papers.nichani.claims.reporting import pyplot, trained_number, training_seeds
 from sim.papers.nichani.task import N_ALPHA
 from sim.papers.nichani.recipes import K9_RECIPE_DEFAULTS, recipe_from_settings
-from sim.papers.nichani.training import MultiParentTask, sample_multiparent, train_disentangled
+from sim.claims.jobs import planned_jobs, run_jobs
+from sim.papers.nichani.training import MultiParentTask, disentangled_cost, sample_multiparent, train_disentangled
 
-__all__ = ["K9_TRAINED_DEFAULTS", "n_k9_trained_tier"]
+__all__ = ["K9_TRAINED_DEFAULTS", "n_k9_trained_tier", "k9_train_job", "k9_jobs"]
 
 
 # T = 8: at T = 12 the same recipe (2,000 steps, init 0.01 or 0.1) left both heads diffuse (mass ~0.2 on
@@ -30,6 +31,47 @@ K9_TRAINED_DEFAULTS = {"trained_S": 3, "trained_T": 8, "trained_graph": "ngram",
                        "trained_recipe": {"name": "Adam from a small random start (N's multi_parent.ipynb uses AdamW)",
                                           "optimizer": "adam", "lr": 0.05, "steps": 1000, "batch": 512,
                                           "schedule": "cosine", "init_scale": 0.1}}
+
+
+def _k9_settings(ctx: Context) -> dict:
+    return {**K9_TRAINED_DEFAULTS, **{k: v for k, v in ctx.settings.items() if k.startswith("trained_")}}
+
+
+def _k9_job_args(ctx: Context) -> dict:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for the trained part's models: one 2-head model per
+    seed, each on its own draw of the settings' graph."""
+    from sim.papers.nichani.task import multiparent_graph
+
+    s = _k9_settings(ctx)
+    S, T = int(s["trained_S"]), int(s["trained_T"])
+    recipe = recipe_from_settings(s["trained_recipe"], K9_RECIPE_DEFAULTS, where="N.K9 setting 'trained_recipe'")
+    jobs = []
+    for k, sd in enumerate(training_seeds(ctx, "trained/k9", int(s["trained_seeds"]))):
+        sets = multiparent_graph(s["trained_graph"], T, 2, ctx.rng(f"trained/k9/graph{k}"))
+        jobs.append({"S": S, "T": T, "parent_sets": tuple(tuple(int(v) for v in p) for p in sets),
+                     "alpha": float(s["trained_alpha"]), "recipe": recipe, "seed": int(sd), "heads": (2, 1),
+                     "multi": True, "device": ctx.device, "wrong": ctx.params.get("trained_wrong_task"),
+                     "log_every": max(1, recipe.steps // 30)})
+    return {"fn": k9_train_job, "jobs": jobs, "key": _k9_key, "cost": disentangled_cost,
+            "label": f"N.K9 trained: 2-head model on the {s['trained_graph']} task, seed"}
+
+
+def k9_jobs(ctx: Context) -> list:
+    """The trained part's models as the cost plan sees them (only where the profile runs that part)."""
+    return planned_jobs(**_k9_job_args(ctx)) if ctx.settings.get("trained_finding", False) else []
+
+
+def _k9_key(job) -> tuple:
+    return ("N.K9 trained",) + tuple(sorted((k, v) for k, v in job.items() if k != "progress"))
+
+
+def k9_train_job(job) -> tuple:
+    """One 2-head model from plain arguments (``_k9_job_args``): ``(model, log)``; module level, so a
+    worker process runs it."""
+    task = MultiParentTask(int(job["S"]), tuple(tuple(p) for p in job["parent_sets"]), float(job["alpha"]))
+    return train_disentangled(task, job["recipe"], seed=int(job["seed"]), heads=tuple(job["heads"]),
+                              device=job["device"], wrong=job["wrong"], log_every=int(job["log_every"]),
+                              progress=job.get("progress"))
 
 
 def n_k9_trained_tier(ctx: Context) -> TierResult:
@@ -46,22 +88,19 @@ def n_k9_trained_tier(ctx: Context) -> TierResult:
     two heads holding the threshold on the same parent are a counterexample; heads still below
     the threshold on every parent are undecided at the recipe's budget.
     """
-    from sim.papers.nichani.task import multiparent_add_alpha, multiparent_graph
+    from sim.papers.nichani.task import multiparent_add_alpha
 
-    s = {**K9_TRAINED_DEFAULTS, **{k: v for k, v in ctx.settings.items() if k.startswith("trained_")}}
+    s = _k9_settings(ctx)
     S, T = int(s["trained_S"]), int(s["trained_T"])
     alpha = float(s["trained_alpha"])
     thr = float(ctx.params.get("trained_split_threshold", 0.5))
     wrong = ctx.params.get("trained_wrong_task")
     recipe = recipe_from_settings(s["trained_recipe"], K9_RECIPE_DEFAULTS, where="N.K9 setting 'trained_recipe'")
-    seeds = training_seeds(ctx, "trained/k9", int(s["trained_seeds"]))
+    args = _k9_job_args(ctx)
+    seeds = [job["seed"] for job in args["jobs"]]
     checks, runs = [], []
-    for k, sd in enumerate(seeds):
-        sets = multiparent_graph(s["trained_graph"], T, 2, ctx.rng(f"trained/k9/graph{k}"))
-        task = MultiParentTask(S, tuple(tuple(p) for p in sets), alpha)
-        ctx.progress(f"N.K9 trained: 2-head model on the {s['trained_graph']} task, seed {sd}")
-        model, log = train_disentangled(task, recipe, seed=sd, heads=(2, 1), device=ctx.device, wrong=wrong,
-                                        log_every=max(1, recipe.steps // 30))
+    for k, (sd, job, (model, log)) in enumerate(zip(seeds, args["jobs"], run_jobs(ctx, **args))):
+        sets = [list(p) for p in job["parent_sets"]]
         eval_seed = ctx.seed_for(f"trained/k9/eval{k}")
         x, rows = sample_multiparent(np.random.default_rng(eval_seed), S, sets, alpha, int(s["trained_n_eval"]))
         att = head_attention(model, torch.as_tensor(x[: int(s["trained_n_probe"])], device=ctx.device))

@@ -71,12 +71,12 @@ from sim.papers.nichani.probes import adjacency_pattern, mean_attention, parent_
 from sim.verdict import (Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, margin_multiplier,
                         tier_verdict, welch_df)
 from sim.claims.base import Claim, Context, GraphInput, PrimaryReading, Source
-from sim.claims.jobs import run_jobs
+from sim.claims.jobs import planned_jobs, run_jobs
 from sim.papers.nichani.claims.reporting import RANDOM_LAWS, across_seeds, claim_graph, pyplot, trained_number, training_seeds
 from sim.papers.nichani.task import N_ALPHA, N_S, N_T
 from sim.papers.nichani.recipes import (FAST_RECIPE, N_E_RECIPE_DEFAULTS, N_MANY_GRAPHS_RECIPE, N_RECIPE, Recipe,
                                         recipe_from_settings)
-from sim.papers.nichani.training import NTask, last_position_logits, sample_task, train_disentangled
+from sim.papers.nichani.training import NTask, disentangled_cost, last_position_logits, sample_task, train_disentangled
 
 __all__ = ["N_E", "CLAIMS", "E_GRAPHS", "N_REFERENCE_MASS", "N_REFERENCE_CHAIN", "N_REFERENCE_GRAPHS", "model_probs",
            "ERun", "FamilyOutcome", "family_outcome", "e_primary", "e_conclusion", "e_verdict", "is_n_recipe",
@@ -299,6 +299,21 @@ def _e_jobs(ctx: Context, recipe: Recipe, prior: Prior | None, alpha: float, bay
     return jobs
 
 
+def _e_job_args(ctx: Context, recipe: Recipe, prior: Prior | None, alpha: float, bayes_ok: bool, wrong) -> dict:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for :func:`_e_jobs`."""
+    return {"fn": run_e_job, "jobs": _e_jobs(ctx, recipe, prior, alpha, bayes_ok, wrong), "key": _e_job_key,
+            "label": "N.E model", "cost": disentangled_cost}
+
+
+def _e_plan(ctx: Context) -> list:
+    """N.E's models as the cost plan sees them (the Adam comparison, trained only where plain GD misses a
+    parent, is not among them)."""
+    s = ctx.settings
+    recipe = recipe_from_settings(s["recipe"], N_E_RECIPE_DEFAULTS, where="N.E setting 'recipe'")
+    prior, alpha, bayes_ok = _e_prior_alpha(ctx)
+    return planned_jobs(**_e_job_args(ctx, recipe, prior, alpha, bayes_ok, ctx.params["wrong_task"]))
+
+
 def _e_job_key(job: Mapping[str, Any]) -> tuple:
     """Every input of :func:`run_e_job` (the parents as a tuple; not ``progress``): two jobs with one
     key train and read the same model, so an earlier look of a sequential decision's run is reused."""
@@ -384,8 +399,7 @@ def _e_trained(ctx: Context) -> TierResult:
     prior, alpha, bayes_ok = _e_prior_alpha(ctx)
     lstar = dirichlet_row_entropy(alpha, S) if (prior is None or isinstance(prior, Dirichlet)) else None
     # an earlier look of a sequential decision trained its seeds already: the same runs (ctx.memo)
-    runs = run_jobs(ctx, run_e_job, _e_jobs(ctx, recipe, prior, alpha, bayes_ok, wrong), key=_e_job_key,
-                    label="N.E model")
+    runs = run_jobs(ctx, **_e_job_args(ctx, recipe, prior, alpha, bayes_ok, wrong))
     for run in runs:
         run["wrong task"] = wrong
         if not run["pa_positions"].all_argmax_on_parent and s.get("adam_reading", True):
@@ -836,6 +850,7 @@ N_E = Claim(
                "prompts reading (the pattern the model computes, averaged over prompts) is reported beside N's."),
     assumptions=(),
     checks={"trained": _e_trained},
+    jobs={"trained": _e_plan},
     settings={
         # quick and standard train with plain GD at lr 20, not N's recipe: they never decide (INCONCLUSIVE by
         # design, at every master seed), so more seeds would buy nothing. The paper profile decides, sequentially.

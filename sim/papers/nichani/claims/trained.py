@@ -39,7 +39,9 @@ from sim.verdict import (Control, Finding, FindingKind, Number, Outcome, TierRes
 from sim.claims.base import Claim, Context, InstanceCheck, PrimaryReading, Source, summarize_instances
 from sim.papers.nichani.claims.reporting import across_seeds, pyplot, trained_number
 from sim.papers.nichani.task import N_ALPHA, N_S, n_graph
-from sim.papers.nichani.training import NTask, sample_task, train_reduced_many
+from sim.claims.jobs import planned_jobs, run_jobs
+from sim.papers.nichani.training import (NTask, reduced_cost, reduced_group, reduced_group_key, reduced_job,
+                                         reduced_key, sample_task)
 
 __all__ = ["N_K1", "N_K4", "N_K10", "CLAIMS", "K1_ASSUMPTIONS", "K1_CONTROLS", "K4_CONTROLS", "Decision",
            "k1_decision", "k4_decision", "quantile_slope"]
@@ -115,21 +117,38 @@ def _k1_hyper(s, T: int) -> dict:
             "lr2": float(s["lr2"]), "steps2": int(s["steps2"]), "batch": int(s["batch"])}
 
 
-def _train_k1_models(ctx: Context, prior: Prior, wrong) -> dict:
-    """Train every reduced model of the N.K1 grid, the seeds of one T as one batch
-    (:func:`train_reduced_many`; models trained before, by an earlier look or by N.K1 for N.K4,
-    come from its cache); ``{T: [(seed, model, log)]}``."""
+def _k1_job_args(ctx: Context, prior: Prior, wrong) -> dict:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for every reduced model of the N.K1 grid (T outer,
+    seeds inner): one job per model, the seeds of one T trained as one batch
+    (:func:`~sim.papers.nichani.training.reduced_group`)."""
     s = ctx.settings
     S = int(s["S"])
-    out = {}
     seeds = [int(v) for v in s.get("seed_list", ())] or _seeds_k1(ctx)
+    jobs = []
     for T in s["Ts"]:
         par = n_graph(s["graph"], int(T))
-        task = NTask(S, int(T), tuple(par.tolist()), prior=prior)
         hp = _k1_hyper(s, int(T))
-        ctx.progress(f"two-stage GD on the reduced model, T={T}, {len(seeds)} seeds trained as one")
-        pairs = train_reduced_many(task, seeds, device=ctx.device, wrong=wrong, **hp)
-        out[int(T)] = [(sd, model, log) for sd, (model, log) in zip(seeds, pairs)]
+        jobs += [{"S": S, "T": int(T), "parents": tuple(int(p) for p in par.tolist()), "prior": prior.spec(),
+                  "seed": int(sd), "device": ctx.device, "wrong": wrong, **hp} for sd in seeds]
+    return {"fn": reduced_job, "jobs": jobs, "key": reduced_key, "cost": reduced_cost,
+            "label": f"{ctx.claim.id} reduced model (two-stage GD)", "batch": reduced_group, "group": reduced_group_key,
+            "batch_on_cpu": True}
+
+
+def _k1_jobs(ctx: Context) -> list:
+    """The N.K1 grid's models as the cost plan sees them (N.K4 reuses them)."""
+    return planned_jobs(**_k1_job_args(ctx, _k1_prior(ctx, int(ctx.settings["S"])), ctx.params["wrong_task"]))
+
+
+def _train_k1_models(ctx: Context, prior: Prior, wrong) -> dict:
+    """Train every reduced model of the N.K1 grid on the grid runner (:func:`_k1_job_args`; models
+    trained before, by an earlier look, or by N.K1 for N.K4, come from the run folder's records);
+    ``{T: [(seed, model, log)]}``."""
+    args = _k1_job_args(ctx, prior, wrong)
+    pairs = run_jobs(ctx, **args)
+    out: dict = {}
+    for job, (model, log) in zip(args["jobs"], pairs):
+        out.setdefault(int(job["T"]), []).append((job["seed"], model, log))
     return out
 
 
@@ -516,6 +535,7 @@ N_K1 = Claim(
                "T (1 - min attention), whose O(1) constant is unspecified."),
     assumptions=K1_ASSUMPTIONS,
     checks={"trained": _k1_trained},
+    jobs={"trained": _k1_jobs},
     settings={
         # Every seed is read on the same evaluation prompts, so their error does not shrink as the sequential
         # looks add seeds: n_eval sets it. At 4096 D(160) / D(10) ~ 0.46 sat within its margin of 1/2 at
@@ -782,6 +802,7 @@ N_K4 = Claim(
                "and the untrained model (N's initialisation). The in-distribution slope is reported beside it."),
     assumptions=K4_ASSUMPTIONS,
     checks={"trained": _k4_trained},
+    jobs={"trained": _k1_jobs},
     settings={
         # 8,000 prompts per matrix: the slope's error is mostly the prompts' (a 0.99-quantile of 4 x 1,000
         # prompts rests on 40 of them; the slope was -0.27 +- 0.0096 at master seed 855463134, undecided after

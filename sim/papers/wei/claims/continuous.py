@@ -311,6 +311,12 @@ def _w_p2_trained(ctx):
     return w_p2_trained_tier(ctx)
 
 
+def _w_p2_trained_jobs(ctx):
+    from sim.papers.wei.claims.continuous_trained import p2_jobs
+
+    return p2_jobs(ctx)
+
+
 W_P2 = Claim(
     id="W.P2",
     title="Continuous system: BMA logits are not bilinear; the bilinear gap closes as L grows",
@@ -353,6 +359,7 @@ W_P2 = Claim(
     assumptions=_ASSUMPTIONS,
     checks={"symbolic": _w_p2_symbolic, "exact": _w_p2_exact, "montecarlo": _w_p2_montecarlo,
             "trained": _w_p2_trained},
+    jobs={"trained": _w_p2_trained_jobs},
     settings={
         "quick": {"tiers": ("symbolic", "exact", "montecarlo", "trained"), "d": 3, "H": 6, "L": 3, "n_contexts": 200,
                   "rhos": (0.3, 0.8, -0.6), "A_kind": "orthogonal", "min_residual": 1e-3,

@@ -13,6 +13,7 @@ import numpy as np
 
 from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, compare, tier_verdict
 from sim.claims.base import Context
+from sim.claims.jobs import planned_jobs, run_jobs
 from sim.claims.inputs import record_matrix
 from sim.papers.wei.task import ORTHO_TOL, orthogonal_matrix, rho_assumption, undefined_rho_tier
 from sim.papers.wei.recipes import W_P2_RECIPE, WRecipe
@@ -20,7 +21,7 @@ from sim.papers.wei.training import (combine_outcomes, init_wei_model, recursive
                        threads_for)
 
 __all__ = ["ContinuousTask", "gaussian_bma_posterior_torch", "w_p2_trained_tier", "decide_w_p2_trained", "P2_CONTROLS",
-           "UNTRAINED_INITS", "TRAINED_FRACTION", "loss_gap_closed"]
+           "UNTRAINED_INITS", "TRAINED_FRACTION", "loss_gap_closed", "train_continuous_job", "timing_run", "p2_jobs"]
 
 
 @dataclass
@@ -84,6 +85,91 @@ def gaussian_bma_posterior_torch(context, A, rho: float):
     earlier = torch.ones(H, H, dtype=torch.bool, device=context.device).tril(-1)
     post = torch.softmax(scores.masked_fill(~earlier, float("-inf"))[:, 1:], dim=-1)
     return torch.cat([post.new_zeros(B, 1, H), post], dim=1)
+
+
+def _p2_settings(ctx: Context) -> tuple:
+    """``(d, H, rho, Ls, n_seeds, n_eval, recipe, A kind)`` of the trained tier from the settings."""
+    s = ctx.settings
+    return (s.get("trained_d", 3), s.get("trained_H", 8), float(s.get("trained_rho", 0.8)),
+            sorted(s.get("trained_L", (1, 4, 16))), s.get("trained_seeds", 2), s.get("trained_n_eval", 2048),
+            WRecipe.from_settings(s, "trained_", base=W_P2_RECIPE), s.get("A_kind", "orthogonal"))
+
+
+def _p2_job_args(ctx: Context) -> dict:
+    """:func:`sim.claims.jobs.run_jobs`'s arguments for the tier's models: one per seed and ``L``
+    (seed outer), each on the seed's ``A`` with its own init and data seeds."""
+    d, H, rho, Ls, n_seeds, _, recipe, kind = _p2_settings(ctx)
+    jobs = []
+    for i in range(n_seeds):
+        A = orthogonal_matrix(ctx.rng(f"trained/A/{i}"), d, kind)
+        jobs += [{"A": A, "rho": rho, "L": L, "H": H, "recipe": recipe, "device": ctx.device,
+                  "init_seed": ctx.seed_for(f"trained/init/{i}/{L}"),
+                  "data_seed": ctx.seed_for(f"trained/data/{i}/{L}")} for L in Ls]
+    return {"fn": train_continuous_job, "jobs": jobs, "key": _p2_key, "label": "W.P2 trained model",
+            "cost": _p2_cost}
+
+
+def p2_jobs(ctx: Context) -> list:
+    """The trained tier's models as the cost plan sees them (none where rho leaves the task undefined)."""
+    if abs(_p2_settings(ctx)[2]) >= 1:
+        return []
+    return planned_jobs(**_p2_job_args(ctx))
+
+
+def _p2_key(job) -> tuple:
+    """Every input of :func:`train_continuous_job` (``A`` by its bytes; not the seed's index or ``progress``)."""
+    return ("W.P2 trained", np.asarray(job["A"]).tobytes(), job["rho"], job["L"], job["H"], job["recipe"],
+            job["init_seed"], job["data_seed"], job["device"])
+
+
+def train_continuous_job(job) -> tuple:
+    """One model of the trained tier from plain arguments (``A``, ``rho``, ``L``, ``H``, ``recipe``, seeds,
+    ``device``): W's continuous model trained on the Gaussian chains with the BMA's loss logged beside its
+    own. Returns ``(model, log)``; module level, so a worker process runs it."""
+    import torch
+
+    from sim.train import make_generator, train
+
+    A, rho, L, H, recipe, dev = job["A"], float(job["rho"]), job["L"], job["H"], job["recipe"], job["device"]
+    task = ContinuousTask(A, rho, L, H, device=dev)
+    A_t = torch.as_tensor(A, dtype=torch.float32, device=dev)
+    model = init_wei_model(task.d, L, H, recipe, generator=make_generator(job["init_seed"], dev), continuous=True)
+
+    def bayes(x):
+        post = gaussian_bma_posterior_torch(x[:, :L], A_t, rho)
+        pred = post[:, 1:] @ (rho * x[:, L] @ A_t)  # (B, H-1, d)
+        return float(torch.nn.functional.mse_loss(pred, x[:, L, 1:]))
+
+    progress = job.get("progress")
+    log = train(model, task.sampler(recipe), recipe.config(job["data_seed"]), device=dev, bayes_loss=bayes,
+                progress=progress or False)
+    return model, log
+
+
+def _p2_cost(job):
+    """What :func:`train_continuous_job` trains: the recipe's two stages of W's continuous model."""
+    from sim.claims.jobs import Cost
+
+    recipe = job["recipe"]
+    size = {"d": int(np.asarray(job["A"]).shape[0]), "L": int(job["L"]), "H": int(job["H"])}
+    return Cost.of("wei-continuous", "sim.papers.wei.claims.continuous_trained:timing_run",
+                   steps=[({**size, "batch": recipe.batch1, "stage": 1}, recipe.steps1),
+                          ({**size, "batch": recipe.batch2, "stage": 2}, recipe.steps2)])
+
+
+#: The seed of the cost plan's timing runs: they time a step, no number of theirs is reported.
+TIMING_SEED = 0
+
+
+def timing_run(unit: str, shape, count: int, device: str = "cpu") -> None:
+    """The cost plan's timing run (:mod:`sim.plan`): ``count`` training steps of W's continuous model at
+    ``shape`` (``d, L, H``, ``batch``, ``stage``), on an orthogonal ``A``."""
+    d, stage1 = int(shape["d"]), int(shape["stage"]) == 1
+    recipe = WRecipe(steps1=int(count) if stage1 else 0, batch1=int(shape["batch"]),
+                     steps2=0 if stage1 else int(count), batch2=int(shape["batch"]))
+    train_continuous_job({"A": orthogonal_matrix(np.random.default_rng(TIMING_SEED), d), "rho": 0.8,
+                          "L": int(shape["L"]), "H": int(shape["H"]), "recipe": recipe, "device": device,
+                          "init_seed": TIMING_SEED, "data_seed": TIMING_SEED})
 
 
 def w_p2_trained_tier(ctx: Context) -> TierResult:
@@ -187,14 +273,10 @@ def _w_p2_trained(ctx: Context) -> TierResult:
 
     from sim.montecarlo import mean_estimate
     from sim.papers.wei.probes import blind_attention, copier_report, layer2_attention, parent_accuracy
-    from sim.train import make_generator, train
+    from sim.train import make_generator
 
     s = ctx.settings
-    d, H, rho = s.get("trained_d", 3), s.get("trained_H", 8), float(s.get("trained_rho", 0.8))
-    Ls = sorted(s.get("trained_L", (1, 4, 16)))
-    n_seeds, n_eval = s.get("trained_seeds", 2), s.get("trained_n_eval", 2048)
-    recipe = WRecipe.from_settings(s, "trained_", base=W_P2_RECIPE)
-    kind = s.get("A_kind", "orthogonal")
+    d, H, rho, Ls, n_seeds, n_eval, recipe, kind = _p2_settings(ctx)
     if abs(rho) >= 1:
         return undefined_rho_tier("trained", rho, [rho_assumption(rho)])
     # gaps[model][L][seed]: per-prompt BMA - model parent-selection accuracy on the same prompts.
@@ -203,6 +285,8 @@ def _w_p2_trained(ctx: Context) -> TierResult:
     seeds, As, secs, copiers = [], [], 0.0, {L: [] for L in Ls}
     closed = {}  # (seed index, L) -> (share of the loss gap closed, its s.e.)
     c0 = time.process_time()
+    # every (seed, L) model on the grid runner; an earlier look of a sequential decision trained some already
+    trained = iter(run_jobs(ctx, **_p2_job_args(ctx)))
     for i in range(n_seeds):
         A = orthogonal_matrix(ctx.rng(f"trained/A/{i}"), d, kind)
         As.append(A)
@@ -212,23 +296,7 @@ def _w_p2_trained(ctx: Context) -> TierResult:
         for L in Ls:
             task = ContinuousTask(A, rho, L, H, device=ctx.device)
             init_seed = ctx.seed_for(f"trained/init/{i}/{L}")
-            model = init_wei_model(d, L, H, recipe, generator=make_generator(init_seed, ctx.device), continuous=True)
-
-            def bayes(x, L=L):
-                post = gaussian_bma_posterior_torch(x[:, :L], A_t, rho)
-                pred = post[:, 1:] @ (rho * x[:, L] @ A_t)  # (B, H-1, d)
-                return float(torch.nn.functional.mse_loss(pred, x[:, L, 1:]))
-
-            data_seed = ctx.seed_for(f"trained/data/{i}/{L}")
-
-            def fit(model=model, task=task, bayes=bayes, data_seed=data_seed, i=i, L=L):
-                log = train(model, task.sampler(recipe), recipe.config(data_seed), device=ctx.device, bayes_loss=bayes,
-                            progress=lambda m: ctx.progress(f"W.P2 trained seed {i + 1} L={L}: {m}"))
-                return model, log
-
-            # an earlier look of a sequential decision trained this seed already: the same model
-            model, log = ctx.memo(("W.P2 trained", A.tobytes(), rho, L, H, recipe, init_seed, data_seed, ctx.device),
-                                  fit)
+            model, log = next(trained)
             secs += log.seconds
             copiers[L].append(copier_report(model).min_score)
             x, par = task.draw(make_generator(eval_seed, ctx.device), n_eval)
@@ -282,7 +350,8 @@ def _w_p2_trained(ctx: Context) -> TierResult:
                                                                   for (i, L), (f, se) in sorted(closed.items()))
         + (f"; seeds {[seeds[i] for i in stuck]} left the decision" if stuck else "")))
     numbers.append(Number("training seconds (all models)", round(secs, 1), kind="trained",
-                          note=f"device {ctx.device}; process CPU seconds (training and evaluation) "
+                          note=f"device {ctx.device}; this process's CPU seconds (evaluation, and training where it "
+                               "ran here rather than in worker processes) "
                                f"{time.process_time() - c0:.1f}; recipe: {recipe.describe()}"))
     tol = s.get("trained_gap_tol", 0.02)
     last = gap_nums[Ls[-1]]

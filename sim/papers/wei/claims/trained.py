@@ -17,8 +17,10 @@ from sim.verdict import Control, Finding, FindingKind, Number, Outcome, TierResu
 from sim.claims.base import Claim, Context, PrimaryReading, Source
 from sim.claims.inputs import prior_for, record_matrix
 from sim.papers.wei.recipes import WRecipe
-from sim.papers.wei.training import (OUTCOME_VERDICT, WRun, WTask, combine_outcomes, evaluate_wei, init_wei_model, run_jobs,
-                       run_record, seed_number, strictly_above, task_assumptions, threads_for, train_seeds)
+from sim.claims.jobs import planned_jobs
+from sim.papers.wei.training import (OUTCOME_VERDICT, WRun, WTask, combine_outcomes, evaluate_wei, init_wei_model,
+                       job_args, run_jobs, run_record, seed_job_args, seed_number, strictly_above, task_assumptions,
+                       threads_for, train_seeds)
 
 __all__ = ["extend_to_L", "example_heads", "copies_one_example_each", "decide_w_e1", "row_error_gauge_prediction",
            "COPIER_MAJORITY", "LAYER2_CRITERIA", "E1_CONTROLS", "W_E1", "W_E2", "CLAIMS"]
@@ -56,18 +58,22 @@ def _w_e1_trained(ctx: Context) -> TierResult:
 
 
 def _control_model(kind: str, run: WRun):
-    """The control ``kind`` of :data:`E1_CONTROLS` for the seed of ``run`` (same pi, L, H, init seed)."""
+    """The control ``kind`` of :data:`E1_CONTROLS` for the seed of ``run`` (same pi, L, H, init seed), with
+    layer 1's positions as the run's model has them (W's RPE, or absolute for W.E4: the construction's
+    scores then written in absolute positions, :meth:`~sim.papers.wei.model.WeiAbsolute.from_relative`)."""
     import dataclasses
 
     import torch
 
-    from sim.papers.wei.model import wei_construction
+    from sim.papers.wei.model import WeiAbsolute, wei_construction
     from sim.train import make_generator
 
     task, dev = run.task, str(run.model.W_OV.device)
+    absolute = isinstance(run.model, WeiAbsolute)
     if kind in ("untrained", "iid-start"):
         recipe = run.recipe if kind == "untrained" else dataclasses.replace(run.recipe, wL_init="iid")
-        return init_wei_model(task.d, task.L, task.H, recipe, generator=make_generator(run.seeds["init"], dev))
+        return init_wei_model(task.d, task.L, task.H, recipe, generator=make_generator(run.seeds["init"], dev),
+                              K=run.model.K, positions="absolute" if absolute else "relative")
     model = wei_construction(task.pi, task.L, task.H, CONTROL_BETA, device=dev)
     with torch.no_grad():
         if kind == "reversed edges":
@@ -76,7 +82,7 @@ def _control_model(kind: str, run: WRun):
             model.W_KQ.zero_()
         else:
             raise ValueError(f"unknown W.E1 control {kind!r}")
-    return model
+    return WeiAbsolute.from_relative(model) if absolute else model
 
 
 def _init_block_ratio(run: WRun) -> float:
@@ -102,7 +108,7 @@ def _measure(run: WRun, model=None) -> dict:
     return e
 
 
-def decide_w_e1(mech: list[dict], col: list[dict], mseeds, cseeds, p, z: float,
+def decide_w_e1(mech: list[dict], col: list[dict] | None, mseeds, cseeds, p, z: float,
                 coverage: list[int] | None, L: int):
     """W.E1's deciding check on the measurements of one model per seed (trained or control).
 
@@ -112,7 +118,8 @@ def decide_w_e1(mech: list[dict], col: list[dict], mseeds, cseeds, p, z: float,
 
     - copier: every head's mass on its example's same-position token, at the worst query
       position, > 1/2 (:data:`COPIER_MAJORITY`);
-    - column: ``(1/d)||σ_col(W_tf) - σ_col(log pi)||_1 < col_threshold`` (W's 0.05), W's column setting;
+    - column: ``(1/d)||σ_col(W_tf) - σ_col(log pi)||_1 < col_threshold`` (W's 0.05), W's column setting
+      (not decided when ``col`` is None: W.E4 reads the attention pattern, not W_tf);
     - layer-2 attention ≈ BMA, σ(W_OV) ≈ pi, block-diagonal W_KQ, loss near BMA
       (:data:`LAYER2_CRITERIA`): each distance to W's mechanism (0 there) is compared with the same
       distance of the wrong mechanism on the same seed (structure-blind attention and loss; uniform
@@ -137,10 +144,11 @@ def decide_w_e1(mech: list[dict], col: list[dict], mseeds, cseeds, p, z: float,
         "copier": seed_number("copier score: min over heads and query positions of the mass on its example's "
                               "same-position token", [e["copier"].min_score for e in mech], mseeds,
                               tolerance=COPIER_MAJORITY),
-        "column": seed_number("column-softmax error (1/d)||σ_col(W_tf) - σ_col(log pi)||_1 (W_tf = mean diagonal "
-                              "block)", [e["col_error"] for e in col], cseeds, tolerance=p["col_threshold"],
-                              note="W reports 0.0278"),
     }
+    if col is not None:
+        nums["column"] = seed_number("column-softmax error (1/d)||σ_col(W_tf) - σ_col(log pi)||_1 (W_tf = mean "
+                                     "diagonal block)", [e["col_error"] for e in col], cseeds,
+                                     tolerance=p["col_threshold"], note="W reports 0.0278")
     if len(fm) >= 2:
         nums.update({
             "layer-2 attention ≈ BMA": seed_number(
@@ -189,21 +197,23 @@ def _decided_line(outs, details) -> str:
     return "held: " + "; ".join(details.values())
 
 
-def _e1_controls(ctx: Context, mech: list[WRun], col: list[WRun], mseeds, cseeds, coverage_decided: bool):
-    """Every control of :data:`E1_CONTROLS` through :func:`decide_w_e1` (same seeds, pis and prompts)."""
+def _e1_controls(ctx: Context, mech: list[WRun], col: list[WRun], mseeds, cseeds, coverage_decided: bool, *,
+                 column: bool = True, claim: str = "W.E1"):
+    """Every control of :data:`E1_CONTROLS` through :func:`decide_w_e1` (same seeds, pis and prompts), built with
+    the positions of the runs' models; without ``column`` the column criterion is not decided (W.E4)."""
     if any(np.any(r.task.pi <= 0) for r in mech + col):
         return []  # W's construction needs log pi; the assumption "pi > 0" already fails
 
     def measured(kind, r):
         # the looks of a sequential decision share their seeds: measure each seed's control once
-        key = ("W.E1 control", kind, tuple(sorted(r.seeds.items())), r.task.L, r.task.H, r.task.pi.tobytes(),
-               r.recipe, r.eval["n_eval"], r.eval["eval_seed"], ctx.device)
+        key = (f"{claim} control", kind, type(r.model).__name__, tuple(sorted(r.seeds.items())), r.task.L, r.task.H,
+               r.task.pi.tobytes(), r.recipe, r.eval["n_eval"], r.eval["eval_seed"], ctx.device)
         return ctx.memo(key, lambda: _measure(r, _control_model(kind, r)))
 
     controls = []
     for kind, name, why in E1_CONTROLS:
         cm = [measured(kind, r) for r in mech]
-        cc = [measured(kind, r) for r in col] if col else cm
+        cc = ([measured(kind, r) for r in col] if col else cm) if column else None
         covered = [e["copier"].n_covered for e in cm]
         outs, nums, details = decide_w_e1(cm, cc, mseeds, cseeds, ctx.params, ctx.z,
                                           covered if coverage_decided else None, mech[0].task.L)
@@ -262,15 +272,32 @@ def row_error_gauge_prediction(pi) -> float:
     return row_softmax_error(lp - lp.mean(axis=0, keepdims=True), lp)
 
 
+def _w_e1_parts(ctx: Context) -> dict[str, tuple]:
+    """W.E1's parts that train: part -> (settings, prefix, seeds) of :func:`train_seeds`."""
+    s = ctx.settings
+    parts = {"mechanism": (s, "", s["seeds"])}
+    if s.get("col_seeds", 0):
+        parts["column"] = (s, "col_", s["col_seeds"])
+    # Coverage is decided only on a start that does not plant it (the i.i.d. w_L start); profiles
+    # that cannot afford training it report coverage as NOT_RUN and name the profile that decides it.
+    if s.get("coverage_iid_seeds", 0):
+        parts["iid-start"] = ({**s, "wL_init": "iid", "steps1": s["iid_steps1"]}, "", s["coverage_iid_seeds"])
+    return parts
+
+
+def _w_e1_jobs(ctx: Context) -> list:
+    """W.E1's models as the cost plan sees them, part by part."""
+    return [job for part, args in _w_e1_parts(ctx).items()
+            for job in planned_jobs(**seed_job_args(ctx, part, *args))]
+
+
 def _w_e1(ctx: Context) -> TierResult:
     s, p = ctx.settings, ctx.params
     t0 = time.perf_counter()
-    mech = train_seeds(ctx, "mechanism", s, "", s["seeds"])
-    col = train_seeds(ctx, "column", s, "col_", s["col_seeds"]) if s.get("col_seeds", 0) else []
-    # Coverage is decided only on a start that does not plant it (the i.i.d. w_L start); profiles
-    # that cannot afford training it report coverage as NOT_RUN and name the profile that decides it.
-    iid = train_seeds(ctx, "iid-start", {**s, "wL_init": "iid", "steps1": s["iid_steps1"]}, "",
-                      s["coverage_iid_seeds"]) if s.get("coverage_iid_seeds", 0) else []
+    parts = _w_e1_parts(ctx)
+    mech = train_seeds(ctx, "mechanism", *parts["mechanism"], share=True)  # W.E3 and W.E4 read them too
+    col = train_seeds(ctx, "column", *parts["column"]) if "column" in parts else []
+    iid = train_seeds(ctx, "iid-start", *parts["iid-start"]) if "iid-start" in parts else []
     kind = s.get("task", "w")
     assumptions = task_assumptions([r.task.pi for r in mech + col], kind)
     mseeds = [r.seeds["data"] for r in mech]
@@ -515,6 +542,7 @@ W_E1 = Claim(
     assumptions=("W's task: one random recursive tree per prompt, shared by the L examples and the target",
                  "pi > 0 entrywise (log pi finite)"),
     checks={"trained": _w_e1_trained},
+    jobs={"trained": _w_e1_jobs},
     settings={
         # Seeds decided sequentially (sim.sequential). About 1 run in 6-12 keeps a layer-1 head uncopied (a
         # local minimum more steps do not leave: 2 of 24 runs at 400 and at 800 stage-1 steps), so the
@@ -656,6 +684,22 @@ def decide_w_e2(loss, bma, train_Ls, test_Ls, seeds, z: float):
     return out, G, diff, common, line
 
 
+def _w_e2_train_jobs(ctx: Context) -> tuple[list, list[dict]]:
+    """W.E2's matrices (one per seed) and its jobs: one model per seed and training L."""
+    s = ctx.settings
+    recipe, kind = WRecipe.from_settings(s), s.get("task", "w")
+    pis = [prior_for(ctx, s["d"]).sample(ctx.rng(f"pi/{i}"), 1)[0] for i in range(s["seeds"])]
+    jobs = [{"pi": pis[i], "L": Lt, "H": s["H"], "kind": kind, "fixed_seed": ctx.seed_for(f"fixed-tree/{i}"),
+             "recipe": recipe, "device": ctx.device, "init_seed": ctx.seed_for(f"init/{i}/{Lt}"),
+             "data_seed": ctx.seed_for(f"data/{i}/{Lt}")} for i in range(s["seeds"]) for Lt in sorted(s["train_L"])]
+    return pis, jobs
+
+
+def _w_e2_jobs(ctx: Context) -> list:
+    """W.E2's models as the cost plan sees them."""
+    return planned_jobs(**job_args(_w_e2_train_jobs(ctx)[1], "W.E2 model"))
+
+
 def _w_e2_trained(ctx: Context) -> TierResult:
     with threads_for(ctx):
         return _w_e2(ctx)
@@ -675,15 +719,11 @@ def _w_e2(ctx: Context) -> TierResult:
     s = ctx.settings
     d, H = s["d"], s["H"]
     train_Ls, test_Ls = sorted(s["train_L"]), sorted(s["test_L"])
-    recipe = WRecipe.from_settings(s)
     n_seeds, n_eval = s["seeds"], s["n_eval"]
-    kind = s.get("task", "w")
     # loss[seed][L_train][L_test] = per-prompt arrays; bma/blind[seed][L_test]
     seeds = []
-    pis = [prior_for(ctx, d).sample(ctx.rng(f"pi/{i}"), 1)[0] for i in range(n_seeds)]
-    jobs = [{"pi": pis[i], "L": Lt, "H": H, "kind": kind, "fixed_seed": ctx.seed_for(f"fixed-tree/{i}"),
-             "recipe": recipe, "device": ctx.device, "init_seed": ctx.seed_for(f"init/{i}/{Lt}"),
-             "data_seed": ctx.seed_for(f"data/{i}/{Lt}")} for i in range(n_seeds) for Lt in train_Ls]
+    recipe, kind = WRecipe.from_settings(s), s.get("task", "w")
+    pis, jobs = _w_e2_train_jobs(ctx)
     runs = run_jobs(ctx, jobs, "W.E2 model")
     trained = {(i, Lt): r.model for (i, Lt), r in zip(((i, Lt) for i in range(n_seeds) for Lt in train_Ls), runs)}
     secs, cpu = sum(r.seconds for r in runs), sum(r.cpu_seconds for r in runs)
@@ -878,6 +918,7 @@ W_E2 = Claim(
     assumptions=("W's task: one random recursive tree per prompt, shared by the L examples and the target",
                  "pi > 0 entrywise (log pi finite)"),
     checks={"trained": _w_e2_trained},
+    jobs={"trained": _w_e2_jobs},
     settings={
         # Not run in quick: its short recipe is not W's setting, and there the difference sits within a few
         # of its Student-t margins (-0.0015 ± 0.00035 nats on 12 seeds at master seed 0, the large L ahead), so
