@@ -195,3 +195,17 @@ def test_a_model_between_two_other_strategies_is_not_at_g2():
     rec["eval"]["ood"]["G2"] = [0.05 + 0.02]  # G2 only 2 paired s.e. behind: open
     assert judge_at(rec, "G2", "ood", 3.0)[0] is Outcome.UNDECIDED
     assert judge_at(placed_record(["G2"], sets=("ood",), strategies=FRESH), "G2", "ood", 3.0)[0] is Outcome.HELD
+
+
+def test_g6_delays_that_identify_no_finite_k2_leave_the_law_undecided(run_claim, monkeypatch):
+    """Delays growing gently with K (no divergence): the best K2* is the search's bound, so the law is
+    UNDECIDED, never judged on the exponent such a fit returns; with entries at only three K the
+    three-parameter law is not fitted at all."""
+    fake_heads(monkeypatch, delay=lambda K, K2, sd: 500.0 * (1 + K / 100))
+    t = tier(run_claim(G_6, **G6_SMALL), "trained")
+    law = next(r for r in t.readings if r["name"].startswith("Delta tau"))
+    assert law["verdict"] == "undecided" and "no finite K2*" in law["detail"]
+    fake_heads(monkeypatch)
+    t = tier(run_claim(G_6, **{**G6_SMALL, "K_grid": (8, 10, 12, 24)}), "trained")
+    law = next(r for r in t.readings if r["name"].startswith("Delta tau"))
+    assert law["verdict"] == "undecided" and "fewer than 4 values of K" in law["detail"]

@@ -159,19 +159,26 @@ def decide_growth(small: Mapping[str, Any], large: Mapping[str, Any]) -> tuple[O
     return Outcome.UNDECIDED, text
 
 
+#: The delay law ``A (K2* - K)^-gamma`` has three parameters: with delays at only three distinct K its
+#: mean curve passes through them exactly whatever the law, so the fit identifies nothing. One more K
+#: than parameters is the least that can test it.
+MIN_DELAY_KS = 4
+
+
 def fit_delays(points: Sequence[tuple[float, int, float]], rng: np.random.Generator, n_boot: int,
                k_max: float | None = None) -> dict[str, Any]:
     """``Delta tau = A (K2* - K)^-gamma`` (:func:`~sim.papers.markov.claims.gibson.fit_divergence`) on
     ``points`` ``[(K, seed, delay)]``, with the standard error of gamma and K2*'s 16-84% range from a
-    bootstrap over the runs (resamples with fewer than 3 distinct K are skipped; ``gamma_se`` is
-    infinite with fewer than 2 usable resamples)."""
+    bootstrap over the runs (resamples with fewer than :data:`MIN_DELAY_KS` distinct K are skipped;
+    ``gamma_se`` is infinite with fewer than 2 usable resamples). ``at_bound`` (from the fit): K2* sits
+    in the top step of the search's range (``k_max``, default 100 max K): the data identify no finite K2*."""
     K = [k for k, _, _ in points]
     d = [t for _, _, t in points]
     fit = fit_divergence(K, d, k_max=k_max)
     boots = []
     for _ in range(int(n_boot)):
         idx = rng.integers(0, len(points), len(points))
-        if len({K[i] for i in idx}) >= 3:
+        if len({K[i] for i in idx}) >= MIN_DELAY_KS:
             boots.append(fit_divergence([K[i] for i in idx], [d[i] for i in idx], k_max=k_max))
     g_se = float(np.std([b["gamma"] for b in boots], ddof=1)) if len(boots) > 1 else math.inf
     lo, hi = (np.percentile([b["K2"] for b in boots], [16, 84]) if boots else (math.nan, math.nan))
@@ -248,16 +255,20 @@ def _check_g6(ctx) -> TierResult:
     rng = ctx.rng("bootstrap")
     delay_out, delay_text, fit = Outcome.UNDECIDED, "", None
     want, rivals = float(ctx.params["gamma"]), tuple(ctx.params["gamma_rivals"])
-    if len({k for k, _, _ in pts}) >= 3:
+    if len({k for k, _, _ in pts}) >= MIN_DELAY_KS:
         fit = fit_delays(pts, rng, s["bootstrap"])
         delay_out, delay_text = judge_exponent(fit["gamma"], fit["gamma_se"], want, rivals, z)
+        if fit["at_bound"]:
+            delay_out, delay_text = Outcome.UNDECIDED, (
+                f"the delays identify no finite K2*: the fit runs to the search's bound K2* = {fit['K2']:.0f} "
+                f"({delay_text})")
         numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: gamma in Delta tau_K = A (K2* - K)^-gamma", fit["gamma"],
                               stderr=fit["gamma_se"] if math.isfinite(fit["gamma_se"]) else 0.0, n=len(pts),
                               kind="trained", note=f"bootstrap over the runs ({fit['n_boot']} resamples); claim {want:g}"))
         numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: K2* fitted from the delays", fit["K2"], kind="trained",
                               note=f"bootstrap 16-84%: [{fit['K2_lo']:.1f}, {fit['K2_hi']:.1f}]"))
     else:
-        delay_text = (f"entry into M2 at fewer than 3 values of K for {_arch_text(arms[d_arm], s)} "
+        delay_text = (f"entry into M2 at fewer than {MIN_DELAY_KS} values of K for {_arch_text(arms[d_arm], s)} "
                       f"({len(pts)} runs); needs a denser K grid below K2* or longer runs")
     readings.append({"name": f"Delta tau_K ~ (K2* - K)^-gamma, gamma ≈ {want:g} ({_arch_text(arms[d_arm], s)})",
                      "verdict": delay_out.value, "detail": delay_text})

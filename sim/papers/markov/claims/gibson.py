@@ -372,7 +372,8 @@ def fit_divergence(K: Sequence[float], delay: Sequence[float], *, k_max: float |
     """Fit ``delay = A (K2* - K)^(-gamma)`` (least squares in log delay): ``K2*`` by a search
     over ``(max K, k_max]`` (default ``100 max K``; 400 geometrically spaced candidates, then a
     golden-section refinement between the best one's neighbours), ``A, gamma`` by linear least
-    squares at each candidate. Returns ``{"K2", "gamma", "logA", "resid_sd", "n"}``."""
+    squares at each candidate. Returns ``{"K2", "gamma", "logA", "resid_sd", "n", "at_bound"}``
+    (``at_bound``: the best candidate is the last, so the search's range, not the data, stopped K2*)."""
     K, d = np.asarray(K, float), np.asarray(delay, float)
     if len(K) < 3 or len(set(K.tolist())) < 3:
         raise ValueError("a divergence fit needs delays at >= 3 distinct K")
@@ -399,7 +400,7 @@ def fit_divergence(K: Sequence[float], delay: Sequence[float], *, k_max: float |
     K2 = 0.5 * (lo + hi)
     sse, a, b = (float(v[0]) for v in fits([K2]))
     return {"K2": float(K2), "gamma": -b, "logA": a, "resid_sd": math.sqrt(sse / (len(K) - 2)) if len(K) > 2 else 0.0,
-            "n": len(K)}
+            "n": len(K), "at_bound": i == len(cands) - 1}
 
 
 #: The scaling variable of each law for tau_2Gen against the context length N.
