@@ -69,7 +69,7 @@ def homes(tmp_path, monkeypatch):
 def test_the_walkthrough_home_is_listed_and_decides(homes, tmp_path, capsys):
     homes("toy", doc_file(TOY_CLAIMS))
     assert main(["list", "--reports", str(tmp_path / "no-reports")]) == 0
-    assert re.search(r"^TOY\.MI +TOY Cover & Thomas, Theorem 2\.4\.1 +exact ", capsys.readouterr().out, re.M)
+    assert re.search(r"^TOY\.MI +TOY Cover & Thomas, Theorem 2\.4\.1 +— +exact ", capsys.readouterr().out, re.M)
     claim = next(c for c in all_claims() if c.id == "TOY.MI")
     config = RunConfig(profile="quick")
     assert evaluate_claim(claim, config, tmp_path / "right").verdict is Verdict.PASS

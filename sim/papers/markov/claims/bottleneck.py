@@ -169,7 +169,7 @@ def fit_delays(points: Sequence[tuple[float, int, float]], rng: np.random.Genera
                k_max: float | None = None) -> dict[str, Any]:
     """``Delta tau = A (K2* - K)^-gamma`` (:func:`~sim.papers.markov.claims.gibson.fit_divergence`) on
     ``points`` ``[(K, seed, delay)]``, with the standard error of gamma and K2*'s 16-84% range from a
-    bootstrap over the runs (resamples with fewer than :data:`MIN_DELAY_KS` distinct K are skipped;
+    bootstrap over the runs (resamples with fewer than ``MIN_DELAY_KS`` distinct K are skipped;
     ``gamma_se`` is infinite with fewer than 2 usable resamples). ``at_bound`` (from the fit): K2* sits
     in the top step of the search's range (``k_max``, default 100 max K): the data identify no finite K2*."""
     K = [k for k, _, _ in points]
