@@ -25,11 +25,10 @@ from sim.claims.jobs import planned_jobs
 from sim.models.hooks import run_with_cache
 from sim.papers.markov import probes as pr
 from sim.papers.markov import runs as mr
-from sim.papers.markov.claims.gibson import G_1, g1_run_params
+from sim.papers.markov.claims.gibson import G_1, _model_assumption, _prior_assumption, g1_run_params
 from sim.papers.markov.placement import placement
 from sim.papers.markov.task import MarkovRunSpec, fresh_sequences, predict_g1, run_chains, sample_sequences
-from sim.priors import Dirichlet
-from sim.verdict import (Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
+from sim.verdict import (Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare,
                          tier_verdict)
 
 __all__ = ["G_3", "G_4", "CLAIMS", "Readout", "PatchBench", "decide_g2_circuit", "decide_pooling", "decide_patch",
@@ -269,19 +268,6 @@ def _is_g2(rec, z: float) -> bool:
     distribution with a margin of z paired standard errors."""
     pl = placement(rec, "ood", mr.PHASES)
     return pl["phase"] == "G2" and compare(pl["margin"], 0.0, stderr=pl["se"], z=z) is Outcome.HELD
-
-
-def _prior_assumption(ctx) -> Assumption:
-    if ctx.prior is None:
-        return Assumption("rows i.i.d. symmetric Dirichlet", True, f"Dirichlet({ctx.settings['alpha']}) rows")
-    return Assumption("rows i.i.d. symmetric Dirichlet", isinstance(ctx.prior, Dirichlet),
-                      f"user prior {ctx.prior.spec()}")
-
-
-def _model_assumption(s) -> Assumption:
-    ok = s.get("layers", 2) == 2 and bool(s.get("mlp", True))
-    return Assumption("2-layer transformer, attention + MLP in each layer", ok,
-                      f"layers={s.get('layers', 2)}, mlp={s.get('mlp', True)}, width={s.get('width')}")
 
 
 def _check_g3(ctx) -> TierResult:

@@ -21,12 +21,11 @@ import numpy as np
 from sim.claims.base import Claim, PrimaryReading, Source
 from sim.claims.jobs import planned_jobs
 from sim.papers.markov import runs as mr
-from sim.papers.markov.claims.gibson import k1_bracket
+from sim.papers.markov.claims.gibson import _model_assumption, _prior_assumption, k1_bracket
 from sim.papers.markov.placement import absolute_placement, judge_end
 from sim.papers.markov.recipes import GIBSON_BASE
 from sim.papers.markov.task import predict
-from sim.priors import Dirichlet
-from sim.verdict import (Assumption, Control, Number, Outcome, TierResult, Verdict, compare, tier_verdict)
+from sim.verdict import (Control, Number, Outcome, TierResult, Verdict, compare, tier_verdict)
 
 __all__ = ["G_5", "CLAIMS", "classify", "bimodality", "decide_bimodal", "decide_shift", "mixture_sweep",
            "binomial_interval"]
@@ -342,19 +341,6 @@ def _placement_figure(ctx, classes, Ks, near) -> str:
     ax.set_title("G.5: final placement of each baseline seed (orange memorised, blue generalised, grey neither)",
                  fontsize=8)
     return ctx.save_figure(fig, "final-placement-by-K")
-
-
-def _prior_assumption(ctx) -> Assumption:
-    if ctx.prior is None:
-        return Assumption("rows i.i.d. symmetric Dirichlet", True, f"Dirichlet({ctx.settings['alpha']}) rows")
-    return Assumption("rows i.i.d. symmetric Dirichlet", isinstance(ctx.prior, Dirichlet),
-                      f"user prior {ctx.prior.spec()}")
-
-
-def _model_assumption(s) -> Assumption:
-    ok = s.get("layers", 2) == 2 and bool(s.get("mlp", True))
-    return Assumption("2-layer transformer, attention + MLP in each layer", ok,
-                      f"layers={s.get('layers', 2)}, mlp={s.get('mlp', True)}, width={s.get('width')}")
 
 
 #: The first attention layer's score parameters: the query, the key and the relative-position
