@@ -12,6 +12,10 @@ long it takes on N local workers or W cluster workers, before anything is traine
   a worker spends, and robust to other processes on the machine); on a GPU, synchronised wall time.
   The measurements are cached per machine and device in ``$XDG_CACHE_HOME/icl-causal-verify/``
   (default ``~/.cache/icl-causal-verify/``), so only a shape seen for the first time costs seconds.
+  A shape with many batched models or long blocks (a field the family declares its cost affine in,
+  ``Cost.linear``, above its cap in :data:`LINEAR_CAPS`) is timed at two smaller values of that field
+  and priced along the line through them. Each timing function is warmed up once per calibration
+  (imports, kernels), not once per shape.
 - **Estimate.** A job costs ``sum over its parts (fixed + count x per_unit)``; a claim the sum of its
   jobs (CPU- or GPU-seconds). Wall time on ``n`` workers is the longest-processing-time-first schedule
   of the jobs (each worker takes the next job as it frees up): at least the total over ``n`` and at
@@ -19,12 +23,14 @@ long it takes on N local workers or W cluster workers, before anything is traine
   Carlo tiers, the readouts after training) is not estimated; jobs that may stop early are priced
   at their full steps (an upper bound).
 - **ETA.** :class:`Eta` turns a plan into the run's estimate of the time left, corrected by the ratio
-  of the measured to the estimated time of the jobs that have finished.
+  of the measured to the estimated time of the jobs that have finished, and counting down while the
+  jobs in flight run.
 """
 from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import json
 import math
 import os
@@ -38,10 +44,16 @@ from sim.claims.base import Claim, Context
 from sim.claims.jobs import Cost, PlannedJob
 
 __all__ = ["TierPlan", "Plan", "Calibration", "Eta", "plan_claims", "make_plan", "cache_dir", "schedule_wall",
-           "format_seconds", "COUNTS", "selftest_timer"]
+           "format_seconds", "COUNTS", "LINEAR_CAPS", "selftest_timer"]
 
 #: The two counts each unit is timed at (after one warm-up run): ``per_unit`` is the slope between them.
 COUNTS = {"step": (2, 10), "eval": (1, 3), "block": (1, 3)}
+#: The largest value a shape field that a family declares its cost affine in (``Cost.linear``) is timed at:
+#: a unit above it is timed at half the cap and at the cap (every such field at both, the corners of a box)
+#: and priced by the multilinear function through those timings. A block of 96 batched task heads, or of
+#: 500 steps and the evaluation after them, would otherwise be timed as declared, five blocks of it, for
+#: minutes.
+LINEAR_CAPS = {"models": 16, "eval_every": 20}
 #: Bumped when the meaning of a cached measurement changes.
 CACHE_FORMAT = 1
 
@@ -100,6 +112,7 @@ class Calibration:
                       "threads": 1 if device == "cpu" else None}
         self.entries: dict[str, dict] = {}
         self.measured = 0
+        self._warm: set[str] = set()  # timers run once already (imports and kernels loaded)
         try:
             doc = json.loads(self.path.read_text())
             if doc.get("stamp") == self.stamp:
@@ -129,7 +142,7 @@ class Calibration:
         todo = self.missing(costs)
         for k, (cost, (unit, shape, _)) in enumerate(todo):
             progress(f"calibrating {cost.family} {unit} {k + 1}/{len(todo)}: {dict(shape)}")
-            self.entries[self.key(cost.family, unit, shape)] = self._time(cost.timer, unit, dict(shape))
+            self.entries[self.key(cost.family, unit, shape)] = self._time(cost.timer, unit, dict(shape), cost.linear)
             self.measured += 1
             self.save()
 
@@ -142,7 +155,31 @@ class Calibration:
         except OSError:
             pass  # a cache that cannot be written is measured again next time
 
-    def _time(self, timer: str, unit: str, shape: dict) -> dict:
+    def _time(self, timer: str, unit: str, shape: dict, linear: Sequence[str] = ()) -> dict:
+        """One unit's ``fixed`` and ``per_unit`` seconds at ``shape``: timed there, or, where a field of
+        ``linear`` exceeds its cap in :data:`LINEAR_CAPS`, at the corners ``{cap / 2, cap}`` of those
+        fields and extended along the multilinear function through them (``scaled``: each field's timed
+        values)."""
+        over = {k: LINEAR_CAPS[k] for k in linear if k in LINEAR_CAPS and isinstance(shape.get(k), int)
+                and not isinstance(shape.get(k), bool) and shape[k] > LINEAR_CAPS[k]}
+        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if not over:
+            return {**self._time_at(timer, unit, shape), "when": when}
+        points = {k: (max(1, cap // 2), cap) for k, cap in over.items()}
+        fixed = per = 0.0
+        for corner in itertools.product((0, 1), repeat=len(over)):
+            at = {k: points[k][c] for k, c in zip(over, corner)}
+            weight = 1.0
+            for k, c in zip(over, corner):  # the linear weights of the corner's value at the shape's value
+                lo, hi = points[k]
+                weight *= (shape[k] - lo) / (hi - lo) if c else (hi - shape[k]) / (hi - lo)
+            e = self._time_at(timer, unit, {**shape, **at})
+            fixed += weight * e["fixed"]
+            per += weight * e["per_unit"]
+        return {"fixed": max(0.0, fixed), "per_unit": max(0.0, per), "counts": list(COUNTS.get(unit, (1, 3))),
+                "scaled": {k: list(v) for k, v in points.items()}, "when": when}
+
+    def _time_at(self, timer: str, unit: str, shape: dict) -> dict:
         import importlib
 
         from sim.threads import torch_threads
@@ -151,11 +188,12 @@ class Calibration:
         fn = getattr(importlib.import_module(module), name)
         c1, c2 = COUNTS.get(unit, (1, 3))
         with torch_threads(1 if self.device == "cpu" else None):
-            fn(unit, shape, 1, self.device)  # warm-up: imports, allocations, kernels
+            if timer not in self._warm:
+                fn(unit, shape, 1, self.device)  # warm-up: imports, allocations, kernels
+                self._warm.add(timer)
             t1, t2 = self._clock(fn, unit, shape, c1), self._clock(fn, unit, shape, c2)
         per = max(0.0, (t2 - t1) / (c2 - c1))
-        return {"fixed": max(0.0, t1 - c1 * per), "per_unit": per, "counts": [c1, c2],
-                "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        return {"fixed": max(0.0, t1 - c1 * per), "per_unit": per, "counts": [c1, c2]}
 
     def _clock(self, fn, unit, shape, count) -> float:
         if self.device == "cpu":
@@ -383,8 +421,10 @@ class Eta:
     yet done, scaled by the ratio measured / estimated of the jobs that finished, over the plan's
     workers. :meth:`job_done` and :meth:`claim_done` are called as the run goes (``sim.runner.run``)."""
 
-    def __init__(self, plan: Plan, slots: int | None = None):
+    def __init__(self, plan: Plan, slots: int | None = None, clock: Callable[[], float] = time.monotonic):
         self.plan, self.slots = plan, max(1, int(slots or plan.workers))
+        self.clock = clock
+        self.since = clock()  # the last time a job or claim finished: the jobs in flight count down from it
         self.pending: dict[tuple[str, str], float] = {}
         for r in plan.rows:
             if r.estimated:
@@ -398,6 +438,7 @@ class Eta:
         """A training job finished (``{"claim", "id", "seconds"}``), or was reused (``"reused": True``:
         it costs nothing, and says nothing of this machine's speed)."""
         est = self.pending.pop((event.get("claim"), event.get("id")), None)
+        self.since = self.clock()
         if est is not None and est > 0 and not event.get("reused"):
             self.estimated_done += est
             self.measured_done += float(event.get("seconds") or 0.0)
@@ -406,6 +447,7 @@ class Eta:
         """A claim finished: whatever of its plan did not run is not waited for."""
         for k in [k for k in self.pending if k[0] == claim_id]:
             del self.pending[k]
+        self.since = self.clock()
 
     @property
     def factor(self) -> float:
@@ -413,21 +455,27 @@ class Eta:
         return self.measured_done / self.estimated_done if self.estimated_done > 0 and self.measured_done > 0 else 1.0
 
     def seconds_left(self) -> float:
-        """The estimated seconds of the jobs left, corrected by :attr:`factor`, over the workers."""
-        return sum(self.pending.values()) * self.factor / self.slots
+        """The estimated seconds of the jobs left, corrected by :attr:`factor`, over the workers, less the
+        time since the last job finished (the jobs in flight have been running that long); never below 0."""
+        return max(0.0, sum(self.pending.values()) * self.factor / self.slots - (self.clock() - self.since))
 
     def text(self) -> str:
-        """``"ETA ~12 min"`` (empty when nothing estimated is left)."""
+        """``"ETA ~12 min"``; ``"ETA: past the estimate"`` once the jobs in flight have run longer than it
+        said; empty when nothing estimated is left."""
+        if not any(v > 0 for v in self.pending.values()):
+            return ""
         left = self.seconds_left()
-        return f"ETA ~{format_seconds(left)}" if left > 0 else ""
+        return f"ETA ~{format_seconds(left)}" if left > 0 else "ETA: past the estimate"
 
 
 def selftest_timer(unit: str, shape: Mapping[str, Any], count: int, device: str = "cpu") -> None:
     """A cheap timing run for testing the calibration: ``count`` units of ``shape["work"]`` sums over a
-    small array (CPU time in proportion to ``count``); ``shape["fixed"]`` more before them."""
+    small array, times ``shape["models"]`` (CPU time in proportion to ``count``); ``shape["fixed"]`` more
+    before them."""
     import numpy as np
 
     a = np.arange(1000, dtype=np.float64)
-    for _ in range(int(shape.get("fixed", 0)) + int(count) * int(shape.get("work", 100))):
+    per = int(shape.get("work", 100)) * int(shape.get("models", 1))
+    for _ in range(int(shape.get("fixed", 0)) + int(count) * per):
         a.sum()
 

@@ -77,7 +77,9 @@ class Cost:
     ``"step"`` (training steps), ``"eval"`` (evaluations) or ``"block"`` (a run of steps and the
     evaluation after them), ``shape`` a tuple of ``(name, value)`` pairs (what the cost of one unit
     depends on). ``steps``: the training steps in all; ``models``: models trained as one;
-    ``early_stop``: training may stop before its steps (the estimate is then an upper bound)."""
+    ``early_stop``: training may stop before its steps (the estimate is then an upper bound);
+    ``linear``: shape fields a unit's cost is affine in (the models trained as one, the steps of a block),
+    which the calibration may time at smaller values (:data:`sim.plan.LINEAR_CAPS`)."""
 
     family: str
     timer: str
@@ -85,11 +87,12 @@ class Cost:
     steps: int = 0
     models: int = 1
     early_stop: bool = False
+    linear: tuple = ()
 
     @classmethod
     def of(cls, family: str, timer: str, *, steps: Sequence[tuple[Mapping[str, Any], int]] = (),
            evals: Sequence[tuple[Mapping[str, Any], int]] = (), blocks: Sequence[tuple[Mapping[str, Any], int]] = (),
-           block_steps: int = 0, models: int = 1, early_stop: bool = False) -> "Cost":
+           block_steps: int = 0, models: int = 1, early_stop: bool = False, linear: Sequence[str] = ()) -> "Cost":
         """A cost from ``steps`` and ``evals``, each ``(shape dict, count)``, and ``blocks`` (``block_steps``
         training steps and the evaluation after them, for a family whose evaluations the probe cannot
         run alone); parts of count 0 are left out."""
@@ -97,7 +100,7 @@ class Cost:
         parts = tuple((unit, tuple(sorted((str(k), v) for k, v in shape.items())), int(n))
                       for unit, group in groups for shape, n in group if int(n) > 0)
         n_steps = sum(int(n) for _, n in steps) + int(block_steps) * sum(int(n) for _, n in blocks)
-        return cls(family, timer, parts, n_steps, int(models), bool(early_stop))
+        return cls(family, timer, parts, n_steps, int(models), bool(early_stop), tuple(linear))
 
     def describe(self) -> str:
         """``"4 models x 600 steps (batch 32)"``, the batch (or batches) from the training parts' shapes."""

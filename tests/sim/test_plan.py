@@ -13,7 +13,7 @@ import pytest
 from sim import claims as registry
 from sim.claims.jobs import Cost, PlannedJob
 from sim.cli import EXIT_OK, EXIT_USAGE, main
-from sim.plan import COUNTS, Calibration, Eta, cache_dir, format_seconds, make_plan, plan_claims, schedule_wall
+from sim.plan import COUNTS, LINEAR_CAPS, Calibration, Eta, cache_dir, format_seconds, make_plan, plan_claims, schedule_wall
 
 #: Claims whose trained tier declares its jobs with the selftest timer (milliseconds of numpy), one of
 #: them decided sequentially, one trained tier that declares none, and one claim that reuses another's.
@@ -101,12 +101,42 @@ def test_a_unit_is_timed_at_two_counts_and_read_back_from_the_cache(cache):
     assert Calibration("cpu").missing([cost])
 
 
-def test_more_work_per_unit_costs_more():
-    cal = Calibration("cpu", path=Path("/nonexistent/cal.json"))
+def test_more_work_per_unit_costs_more(tmp_path):
+    cal = Calibration("cpu", path=tmp_path / "cal.json")
     light = Cost.of("selftest", "sim.plan:selftest_timer", steps=[({"work": 20}, 100)])
     heavy = Cost.of("selftest", "sim.plan:selftest_timer", steps=[({"work": 2000}, 100)])
     cal.measure([light, heavy])
     assert cal.seconds(heavy) > 5 * cal.seconds(light) > 0
+
+
+def test_many_models_and_long_blocks_are_timed_small_and_priced_along_their_line(monkeypatch, tmp_path):
+    """A block of 96 models and 500 steps, in both of which the family declares its cost affine, is timed
+    only at models {8, 16} and steps {10, 20}; on a clock that is affine in both (here exactly), the price
+    along the bilinear function is the true cost. A field the family does not declare is timed as it is."""
+    timed = []
+
+    def clock(self, fn, unit, shape, count):  # seconds: 0.5 + count x (models x (0.01 + 0.002 x steps))
+        timed.append((shape["models"], shape["eval_every"]))
+        return 0.5 + count * shape["models"] * (0.01 + 0.002 * shape["eval_every"])
+
+    monkeypatch.setattr(Calibration, "_clock", clock)
+
+    def block(models, every, linear=("models", "eval_every")):
+        return Cost.of("selftest", "sim.plan:selftest_timer", blocks=[({"models": models, "eval_every": every,
+                                                                        "work": 1}, 7)],
+                       block_steps=every, models=models, linear=linear)
+
+    cal = Calibration("cpu", path=tmp_path / "cal.json")
+    cal.measure([block(96, 500)])
+    assert LINEAR_CAPS["models"] == 16 and LINEAR_CAPS["eval_every"] == 20
+    assert set(timed) == {(8, 10), (8, 20), (16, 10), (16, 20)}
+    (entry,) = cal.entries.values()
+    assert entry["scaled"] == {"models": [8, 16], "eval_every": [10, 20]}
+    assert cal.seconds(block(96, 500)) == pytest.approx(0.5 + 7 * 96 * (0.01 + 0.002 * 500))
+    for small, seen in ((block(16, 5), {(16, 5)}), (block(40, 5, linear=("eval_every",)), {(40, 5)})):
+        timed.clear()
+        cal.measure([small])  # at or below the caps, or not declared affine: timed as declared
+        assert set(timed) == seen and "scaled" not in cal.entries[Calibration.key("selftest", "block", small.parts[0][1])]
 
 
 def test_the_wall_time_is_a_longest_first_schedule():
@@ -146,7 +176,8 @@ def test_a_plan_prices_the_jobs_and_says_what_it_cannot(plugin, cache):
 
 def test_the_eta_is_the_plan_left_corrected_by_the_jobs_that_finished(plugin, cache):
     plan = make_plan(registry.select("P.FIXED,P.SEQ"), "quick", workers=1)
-    eta = Eta(plan)
+    now = [0.0]
+    eta = Eta(plan, clock=lambda: now[0])
     total = plan.total_seconds("first")
     assert eta.seconds_left() == pytest.approx(total) and eta.factor == 1.0
     first = plan.rows[0].first[0]
@@ -161,6 +192,10 @@ def test_the_eta_is_the_plan_left_corrected_by_the_jobs_that_finished(plugin, ca
     eta.claim_done("P.SEQ")
     assert eta.seconds_left() == pytest.approx(3 * est)
     assert eta.text().startswith("ETA ~")
+    now[0] += est  # the job in flight has run a third of its corrected estimate: the time left counts down
+    assert eta.seconds_left() == pytest.approx(2 * est)
+    now[0] += 5 * est  # and past it
+    assert eta.seconds_left() == 0 and eta.text() == "ETA: past the estimate"
 
 
 def test_plan_prints_a_table_and_totals(plugin, cache, capsys):

@@ -319,7 +319,8 @@ def task_heads_cost(job: dict):
     every = int(job["eval_every"])
     blocks = -(-int(job["steps"]) // every)  # ceil: the last block may be short
     return Cost.of("markov-task-head", "sim.papers.markov.task_head:timing_run", blocks=[(shape, blocks)],
-                   block_steps=every, models=M, early_stop=job.get("stop_when_placed") is not None)
+                   block_steps=every, models=M, early_stop=job.get("stop_when_placed") is not None,
+                   linear=("models", "eval_every"))
 
 
 #: The seed of the cost plan's timing runs: they time a step, no number of theirs is reported.
