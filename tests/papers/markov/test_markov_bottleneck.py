@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from sim.papers.markov import task_head as th
-from sim.papers.markov.claims.bottleneck import (G_6, G_8, decide_growth, delay_of, entry_step, first_step, fit_delays,
-                                                 judge_at, judge_exponent, wrong_gamma_delays)
+from sim.papers.markov.claims.bottleneck import (G_6, G_8, control_k2, decide_growth, delay_of, entry_step, first_step,
+                                                 fit_delays, judge_at, judge_exponent, wrong_gamma_delays)
 from sim.verdict import Outcome, Verdict
 
 from ..conftest import tier
@@ -130,6 +130,13 @@ def test_judge_exponent_reads_the_claim_inside_and_the_rivals_outside():
     assert judge_exponent(2.0, math.inf, 2.0, (1.0, 3.0), 3.0)[0] is Outcome.UNDECIDED
 
 
+def test_control_k2_is_the_fit_when_identified_else_the_grid_past_the_last_delay():
+    pts = [(8, 0, 1.0), (12, 0, 2.0), (16, 0, 3.0)]
+    assert control_k2({"K2": 21.5, "at_bound": False}, pts, (8, 12, 16, 24)) == 21.5
+    assert control_k2({"K2": 1600.0, "at_bound": True}, pts, (8, 12, 16, 24, 32)) == 24
+    assert control_k2({"K2": 1600.0, "at_bound": True}, pts, (8, 12, 16)) == 20  # one step past the grid
+
+
 def test_wrong_gamma_delays_keep_the_anchor_and_each_runs_factor():
     pts = [(K, sd, 100.0 * (20 - K) ** -2.0 * (1.1 if sd else 0.9)) for K in (4, 8, 12, 16) for sd in (0, 1)]
     fake = wrong_gamma_delays(pts, 20.0, 1.0)
@@ -205,6 +212,10 @@ def test_g6_delays_that_identify_no_finite_k2_leave_the_law_undecided(run_claim,
     t = tier(run_claim(G_6, **G6_SMALL), "trained")
     law = next(r for r in t.readings if r["name"].startswith("Delta tau"))
     assert law["verdict"] == "undecided" and "no finite K2*" in law["detail"]
+    # the wrong-exponent controls diverge at the grid's first K past the last delay (14 -> 16: the small
+    # circuit's runs stop entering M2 there), where the fit sees them and tells their exponents from 2
+    wrong = [c for c in t.controls if c.name.startswith("delays on a law")]
+    assert [c.verdict for c in wrong] == [Verdict.FAIL, Verdict.FAIL] and all("K2* = 16" in c.mechanism for c in wrong)
     fake_heads(monkeypatch)
     t = tier(run_claim(G_6, **{**G6_SMALL, "K_grid": (8, 10, 12, 24)}), "trained")
     law = next(r for r in t.readings if r["name"].startswith("Delta tau"))
