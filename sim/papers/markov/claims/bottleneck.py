@@ -361,9 +361,10 @@ def _g6_figure(ctx, s, arms, Ks, grid, entries, pts, fit, d_arm) -> str:
         x = np.array([fit["K2"] - k for k, _, _ in pts])
         ax.scatter(x, [t for _, _, t in pts], s=14, color="#08519c", label="runs (G2 first nearest -> M2 for good)")
         g = np.geomspace(x.min(), x.max(), 50)
-        ax.plot(g, np.exp(fit["logA"]) * g ** (-fit["gamma"]), color="#08519c", lw=1,
+        # in logs: a fit at its bound has exp(logA) and g^-gamma far outside float range, their product not
+        ax.plot(g, np.exp(fit["logA"] - fit["gamma"] * np.log(g)), color="#08519c", lw=1,
                 label=f"fit: gamma = {fit['gamma']:.2f} ± {fit['gamma_se']:.2f}, K2* = {fit['K2']:.1f}")
-        ref = np.exp(fit["logA"]) * g ** (-2.0) * (np.median(x) ** (2.0 - fit["gamma"]))
+        ref = np.exp(fit["logA"] + (2.0 - fit["gamma"]) * np.log(np.median(x)) - 2.0 * np.log(g))
         ax.plot(g, ref, color="#d94801", lw=1, ls="--", label="gamma = 2 (through the median)")
         ax.set_xscale("log")
         ax.set_yscale("log")
