@@ -46,7 +46,7 @@ from sim.claims.jobs import Cost, PlannedJob
 __all__ = ["TierPlan", "Plan", "Calibration", "Eta", "plan_claims", "make_plan", "cache_dir", "schedule_wall",
            "format_seconds", "COUNTS", "LINEAR_CAPS", "selftest_timer"]
 
-#: The two counts each unit is timed at (after one warm-up run): ``per_unit`` is the slope between them.
+#: The two counts each unit is timed at (after one warm-up run per timer): ``per_unit`` is the slope between them.
 COUNTS = {"step": (2, 10), "eval": (1, 3), "block": (1, 3)}
 #: The largest value a shape field that a family declares its cost affine in (``Cost.linear``) is timed at:
 #: a unit above it is timed at half the cap and at the cap (every such field at both, the corners of a box)
