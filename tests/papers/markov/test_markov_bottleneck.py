@@ -15,7 +15,8 @@ import pytest
 
 from sim.papers.markov import task_head as th
 from sim.papers.markov.claims.bottleneck import (G_6, G_8, control_k2, decide_growth, delay_of, entry_step, first_step,
-                                                 fit_delays, judge_at, judge_exponent, wrong_gamma_delays)
+                                                 fit_delays, judge_at, judge_exponent, profile_sse, seeds_to_tell,
+                                                 wrong_gamma_delays)
 from sim.verdict import Outcome, Verdict
 
 from ..conftest import tier
@@ -220,3 +221,40 @@ def test_g6_delays_that_identify_no_finite_k2_leave_the_law_undecided(run_claim,
     t = tier(run_claim(G_6, **{**G6_SMALL, "K_grid": (8, 10, 12, 24)}), "trained")
     law = next(r for r in t.readings if r["name"].startswith("Delta tau"))
     assert law["verdict"] == "undecided" and "fewer than 4 values of K" in law["detail"]
+
+
+def test_profile_sse_is_zero_on_the_law_and_positive_on_another_exponent():
+    K = [8.0, 12, 16, 20, 24, 28]
+    ly = [1.3 - 2.0 * math.log(32 - k) for k in K]
+    assert profile_sse(K, ly, 2.0) < 1e-10
+    assert profile_sse(K, ly, 1.0) > 1e-2 and profile_sse(K, ly, 3.0) > 1e-2
+
+
+def test_seeds_to_tell_scales_with_the_scatter_and_falls_with_a_k_nearer_k2():
+    K = [8, 12, 16, 20, 24, 28]
+    p = seeds_to_tell(K, 32.0, 2.0, (1.0, 3.0), 0.2, 3.0)
+    assert set(p["pairs"]) == {"2 against 1", "2 against 3", "1 against 2", "3 against 2"}
+    assert p["primary"] == max(p["pairs"]["2 against 1"], p["pairs"]["2 against 3"])
+    assert p["control"] == max(p["pairs"]["1 against 2"], p["pairs"]["3 against 2"])
+    assert seeds_to_tell(K, 32.0, 2.0, (1.0, 3.0), 0.4, 3.0)["control"] >= 4 * p["control"] - 4  # ~ sd^2
+    assert seeds_to_tell(K + [30, 31], 32.0, 2.0, (1.0, 3.0), 0.2, 3.0)["control"] < p["control"]
+    far = seeds_to_tell(K, 48.0, 2.0, (1.0, 3.0), 0.2, 3.0)  # the grid stops far below K2*: little curvature
+    assert far["control"] > 5 * p["control"]
+
+
+def test_seeds_to_tell_sizes_the_likelihood_ratio_it_claims_to():
+    """With the seeds it asks for, Monte Carlo delays on the law of exponent 2 (log-normal scatter of the
+    sd given) give a likelihood-ratio statistic against exponent 3 whose mean is the noncentral chi^2's,
+    about z^2 + 1: the number is sized to reach z, neither far above nor below."""
+    K, sd, z = [8, 12, 16, 20, 24, 28], 0.25, 3.0
+    m = seeds_to_tell(K, 32.0, 2.0, (3.0,), sd, z)["pairs"]["2 against 3"]
+    rng = np.random.default_rng(5)
+    Kr = np.repeat(np.asarray(K, float), m)
+    stats = []
+    for _ in range(60):
+        ly = -2.0 * np.log(32.0 - Kr) + rng.normal(0.0, sd, Kr.size)
+        best = min(profile_sse(Kr, ly, g) for g in np.linspace(0.5, 6.0, 45))
+        stats.append((profile_sse(Kr, ly, 3.0) - best) / sd ** 2)
+    mean, se = float(np.mean(stats)), float(np.std(stats, ddof=1) / math.sqrt(len(stats)))
+    # noncentrality m S / sd^2 lies in [z^2, z^2 m / (m - 1)] (m rounded up); the chi^2_1 adds 1 to the mean
+    assert z ** 2 + 1 - 3 * se <= mean <= z ** 2 * m / (m - 1) + 1 + 3 * se, (m, mean, se)

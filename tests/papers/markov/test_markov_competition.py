@@ -5,7 +5,8 @@ writes) that end where each test needs them: memorised (placed at M2 on the trai
 generalised (placed at G2 on fresh chains), per K, seed and condition. PASS when the outcomes are
 bimodal near K1* and both interventions let more seeds memorise; FAIL for the wrong direction, a
 seed ending between the basins, or an intervention that lowers K1*; INCONCLUSIVE when the grid
-has no K with both outcomes; the controls (a unimodal sweep, each comparison turned around) FAIL.
+has no K with both outcomes; the controls (a unimodal sweep, an intervention that moves K1* the
+other way off the grid) FAIL, the sweep also where no K has both outcomes.
 tests/papers/markov/test_markov_task.py trains real runs with each intervention.
 """
 import numpy as np
@@ -83,7 +84,8 @@ def test_g5_passes_when_bimodal_near_k1_and_both_interventions_raise_it(run_clai
     res = run_claim(G_5, **SMALL)
     t = tier(res, "trained")
     assert res.verdict is Verdict.PASS, (t.summary, [(c.name, c.verdict, c.deciding) for c in t.controls])
-    assert [c.verdict for c in t.controls] == [Verdict.FAIL] * 3, [(c.name, c.deciding) for c in t.controls]
+    assert [c.verdict for c in t.controls] == [Verdict.FAIL] * 2, [(c.name, c.deciding) for c in t.controls]
+    assert "K = 8 (near K1*)" in t.controls[0].name
     assert "K=8: 6/12 memorised, 6/12 generalised" in t.readings[0]["detail"]
     assert len(t.figures) == 2
 
@@ -141,6 +143,26 @@ def test_g5_a_grid_without_both_outcomes_at_one_k_is_inconclusive(run_claim, swe
     t = tier(res, "trained")
     assert res.verdict is Verdict.INCONCLUSIVE and "no K of the grid has both outcomes" in t.readings[0]["detail"]
     assert t.budget
+    # the controls are still built and FAIL: the sweep at the K whose memorised fraction is nearest 1/2
+    assert [c.verdict for c in t.controls] == [Verdict.FAIL] * 2, [(c.name, c.deciding) for c in t.controls]
+    assert "K = 2 (at the K whose memorised fraction is nearest 1/2)" in t.controls[0].name
+
+
+def test_the_shift_control_needs_a_k_where_a_full_move_clears_the_margin():
+    def rows(m, n=4):
+        return [{"outcome": co.MEMORISED if i < m else co.GENERALISED, "D": 0.0, "D_se": 0.0} for i in range(n)]
+
+    base = {32: rows(4), 48: rows(3), 64: rows(0)}
+    wrong, how = co.wrong_direction(base, "up")
+    assert how == "no seed memorises at any K" and all(r["outcome"] == co.GENERALISED for v in wrong.values() for r in v)
+    assert co.decide_shift(base, wrong, 3.0, "up")[0] is Outcome.VIOLATED  # 4/4 -> 0/4 at K = 32
+    weak = {32: rows(3), 48: rows(2), 64: rows(0)}  # no K where 4 seeds can show a move beyond the margin
+    assert co.decide_shift(weak, co.wrong_direction(weak, "up")[0], 3.0, "up")[0] is Outcome.UNDECIDED
+    down, _ = co.wrong_direction(base, "down")
+    assert co.decide_shift(base, down, 3.0, "down")[0] is Outcome.VIOLATED  # 0/4 -> 4/4 at K = 64
+    assert co.nearest_half(base) == 48 and co.nearest_half({8: rows(2), 16: rows(2)}) == 8
+    with pytest.raises(ValueError, match="direction"):
+        co.wrong_direction(base, "sideways")
 
 
 def test_decide_shift_uses_agresti_caffo_errors_bonferroni_over_k():
@@ -159,6 +181,24 @@ def test_decide_shift_uses_agresti_caffo_errors_bonferroni_over_k():
     assert (one, many) == (Outcome.HELD, Outcome.UNDECIDED)
     with pytest.raises(ValueError, match="direction"):
         co.decide_shift({}, {}, 3.0, "sideways")
+
+
+def test_decide_shift_reads_seeds_in_neither_basin_as_not_yet_known():
+    """An intervention whose seeds have not committed by the budget is no evidence that it moves K1*
+    either way: its memorised fraction is the range [memorised, memorised + neither] / n."""
+    def rows(m, neither=0, n=12):
+        return [{"outcome": co.MEMORISED if i < m else co.NEITHER if i < m + neither else co.GENERALISED}
+                for i in range(n)]
+
+    assert co.decide_shift({48: rows(12)}, {48: rows(0)}, 3.0)[0] is Outcome.VIOLATED  # every seed generalised
+    out, line, r = co.decide_shift({48: rows(12)}, {48: rows(0, neither=12)}, 3.0)
+    assert out is Outcome.UNDECIDED and "1.00 -> 0.00-1.00" in line and r[0]["other"] == (0.0, 1.0)
+    assert co.decide_shift({48: rows(0, neither=12)}, {48: rows(12)}, 3.0)[0] is Outcome.UNDECIDED
+    assert co.decide_shift({48: rows(0, neither=1)}, {48: rows(12)}, 3.0)[0] is Outcome.HELD
+    # "down" mirrors it: the baseline's undecided seeds may have memorised
+    assert co.decide_shift({48: rows(1, neither=11)}, {48: rows(0)}, 3.0, "down")[0] is Outcome.UNDECIDED
+    assert co.decide_shift({48: rows(11, neither=1)}, {48: rows(0)}, 3.0, "down")[0] is Outcome.HELD
+    assert co.decide_shift({48: rows(0)}, {48: rows(12)}, 3.0, "down")[0] is Outcome.VIOLATED
 
 
 def test_binomial_interval_is_clopper_pearson():

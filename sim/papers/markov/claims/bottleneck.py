@@ -200,6 +200,65 @@ def judge_exponent(gamma: float, se: float, want: float, rivals: Sequence[float]
     return Outcome.HELD, text
 
 
+def profile_sse(K: Sequence[float], log_delay: Sequence[float], gamma: float, k_max: float | None = None) -> float:
+    """The least sum of squares of ``log_delay - logA + gamma log(K2* - K)`` over ``logA`` and ``K2*``
+    in ``(max K, k_max]`` (default ``100 max K``) at a fixed exponent: a geometric search, then a
+    golden-section refinement between the best candidate's neighbours."""
+    K, ly = np.asarray(K, float), np.asarray(log_delay, float)
+    top = K.max()
+
+    def sse(K2):
+        r = ly[None, :] + gamma * np.log(np.asarray(K2, float)[:, None] - K[None, :])
+        return ((r - r.mean(1, keepdims=True)) ** 2).sum(1)
+
+    cands = top + np.geomspace(top * 1e-4, (k_max or 100 * top) - top, 2000)
+    i = int(np.argmin(sse(cands)))
+    lo, hi = cands[max(i - 1, 0)], cands[min(i + 1, len(cands) - 1)]
+    for _ in range(40):
+        m1, m2 = lo + 0.382 * (hi - lo), hi - 0.382 * (hi - lo)
+        if sse([m1])[0] <= sse([m2])[0]:
+            hi = m2
+        else:
+            lo = m1
+    return float(min(sse(cands).min(), sse([0.5 * (lo + hi)])[0]))
+
+
+def seeds_to_tell(Ks: Sequence[float], K2: float, want: float, rivals: Sequence[float], sd: float,
+                  z: float) -> dict[str, Any]:
+    """How many seeds per K the delay law needs, on this grid and at this run-to-run scatter, to tell
+    the claim's exponent from each rival, both ways: the law of exponent ``want`` diverging at
+    ``K2`` must be refuted as a rival's (the primary reading's power), and a rival's law must be
+    refuted as ``want``'s (the wrong-exponent controls' power).
+
+    For a true law ``a`` and a fitted one ``b``, ``S`` is :func:`profile_sse` of ``b`` on the exact
+    mean curve of ``a`` at the grid's ``Ks`` (one point per K, ``K2`` fixed for ``a``, free for
+    ``b``). With ``m`` seeds per K of scatter ``sd`` (in log delay) the likelihood-ratio statistic
+    is about ``m S / sd^2``, and ``b`` is refuted at ``z`` when it exceeds ``z^2``: ``m = ceil(z^2 sd^2 / S)``.
+    An approximation (the deciding code uses a bootstrap over the runs): it sizes a design, it
+    decides nothing."""
+    Ks = sorted({float(k) for k in Ks if k < K2})
+    out = {}
+    for a, b, key in [(want, r, f"{want:g} against {r:g}") for r in rivals] + [(r, want, f"{r:g} against {want:g}")
+                                                                               for r in rivals]:
+        ly = [-a * math.log(K2 - k) for k in Ks]
+        S = profile_sse(Ks, ly, b)
+        out[key] = math.inf if S <= 0 else max(1, math.ceil(z * z * sd * sd / S))
+    primary = max(v for k, v in out.items() if k.startswith(f"{want:g} against"))
+    control = max(v for k, v in out.items() if not k.startswith(f"{want:g} against"))
+    return {"pairs": out, "primary": primary, "control": control, "Ks": Ks, "K2": float(K2), "sd": float(sd)}
+
+
+def censored_runs(grid: Sequence[Mapping[str, Any]], recs: Sequence[Mapping[str, Any]], below: float) -> dict[int, int]:
+    """Per K below ``below``: the runs that reached G2 but had not entered M2 by the end of their
+    budget. Their delays exceed what the budget left them and are not in the fit, so near K2* the
+    fitted delays lean low (toward no divergence)."""
+    out: dict[int, int] = {}
+    for r, rec in zip(grid, recs):
+        if r["K"] < below and first_step(rec, "G2", "id") is not None and entry_step(rec, "M2", "id") is None:
+            out[int(r["K"])] = out.get(int(r["K"]), 0) + 1
+    return out
+
+
 def wrong_gamma_delays(points: Sequence[tuple[float, int, float]], K2: float, gamma: float) -> list[tuple[float, int, float]]:
     """The measured delays with their mean at each K replaced by ``(K2 - K)^-gamma`` through the measured
     mean at the smallest K, each run keeping its own deviation from its K's mean (as a factor): the same
@@ -224,9 +283,10 @@ def _check_g6(ctx) -> TierResult:
     grid = _runs_grid(ctx, s)
     Ks = sorted({int(K) for K in s["K_grid"]})
     numbers, readings, figures = [], [], []
-    entries, delays, brackets = [], [], []
+    entries, delays, brackets, arm_recs = [], [], [], []
     for a, arm in enumerate(arms):
         recs = _train_arm(ctx, s, arm, grid, strategies=MEMORY, stop="M2")
+        arm_recs.append(recs)
         t = [entry_step(rec, "M2", "id") for rec in recs]
         entries.append(t)
         delays.append([delay_of(rec) for rec in recs])
@@ -253,7 +313,7 @@ def _check_g6(ctx) -> TierResult:
     d_arm = int(s["delay_arm"])
     pts = [(r["K"], i, t) for i, (r, t) in enumerate(zip(grid, delays[d_arm])) if t is not None and t > 0]
     rng = ctx.rng("bootstrap")
-    delay_out, delay_text, fit = Outcome.UNDECIDED, "", None
+    delay_out, delay_text, fit, power = Outcome.UNDECIDED, "", None, None
     want, rivals = float(ctx.params["gamma"]), tuple(ctx.params["gamma_rivals"])
     if len({k for k, _, _ in pts}) >= MIN_DELAY_KS:
         fit = fit_delays(pts, rng, s["bootstrap"])
@@ -267,6 +327,19 @@ def _check_g6(ctx) -> TierResult:
                               kind="trained", note=f"bootstrap over the runs ({fit['n_boot']} resamples); claim {want:g}"))
         numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: K2* fitted from the delays", fit["K2"], kind="trained",
                               note=f"bootstrap 16-84%: [{fit['K2_lo']:.1f}, {fit['K2_hi']:.1f}]"))
+        power = seeds_to_tell([k for k, _, _ in pts], control_k2(fit, pts, s["K_grid"]), want, rivals,
+                              fit["resid_sd"], z)
+        numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: seeds per K this grid needs to tell gamma = {want:g} "
+                              f"from {', '.join(f'{r:g}' for r in rivals)} (and the controls' laws from {want:g})",
+                              max(power["primary"], power["control"]), kind="trained",
+                              note=_power_text(power, int(s["seeds"]))))
+        cens = censored_runs(grid, arm_recs[d_arm], control_k2(fit, pts, s["K_grid"]))
+        if cens:
+            numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: runs with a G2 phase and no M2 by the budget, below "
+                                  "the K2* the grid sees", sum(cens.values()), kind="trained",
+                                  note="per K: " + ", ".join(f"K={k}: {n}" for k, n in sorted(cens.items())) +
+                                  f"; their delays exceed what {s['steps']} steps left them and are not in the fit "
+                                  "(the fitted delays near K2* lean low)"))
     else:
         delay_text = (f"entry into M2 at fewer than {MIN_DELAY_KS} values of K for {_arch_text(arms[d_arm], s)} "
                       f"({len(pts)} runs); needs a denser K grid below K2* or longer runs")
@@ -281,8 +354,10 @@ def _check_g6(ctx) -> TierResult:
     verdict = tier_verdict(assumptions, conclusion)
     budget = ""
     if conclusion is Outcome.UNDECIDED:
+        seeds_needed = (f"seeds={max(power['primary'], power['control'])} per K (the delay law's power on this "
+                        f"grid, {_power_text(power, int(s['seeds']))})" if power else f"seeds={2 * int(s['seeds'])}")
         budget = (f"{delay_text if delay_out is Outcome.UNDECIDED else 'the K2* brackets overlap'}; rerun with "
-                  f"seeds={2 * int(s['seeds'])}, steps={2 * int(s['steps'])} and a denser K grid near K2*")
+                  f"{seeds_needed}, steps={2 * int(s['steps'])} and a denser K grid near K2*")
     cex = None
     if conclusion is Outcome.VIOLATED:
         cex = {"brackets": [{**_arch_dict(a), **b} for a, b in zip(arms, brackets)],
@@ -291,6 +366,13 @@ def _check_g6(ctx) -> TierResult:
     return TierResult("trained", verdict, conclusion, summary, assumptions=assumptions, numbers=numbers,
                       counterexample=cex, figures=figures, budget=budget, readings=readings,
                       findings=[_full_transformer_finding()], controls=controls)
+
+
+def _power_text(power: Mapping[str, Any], seeds: int) -> str:
+    ks = power["Ks"]
+    return (f"now {seeds}; K = {ks[0]:g}-{ks[-1]:g} below K2* = {power['K2']:g}, scatter {power['sd']:.2f} in log delay; "
+            + ", ".join(f"{k}: {v}" for k, v in power["pairs"].items())
+            + "; a likelihood-ratio approximation that sizes the design and decides nothing")
 
 
 def _arch_dict(arm) -> dict[str, int]:

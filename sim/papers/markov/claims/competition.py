@@ -28,7 +28,7 @@ from sim.papers.markov.task import predict
 from sim.verdict import (Control, Number, Outcome, TierResult, Verdict, compare, tier_verdict)
 
 __all__ = ["G_5", "CLAIMS", "classify", "bimodality", "decide_bimodal", "decide_shift", "mixture_sweep",
-           "binomial_interval"]
+           "binomial_interval", "nearest_half", "wrong_direction"]
 
 _VERDICT_OF = {Outcome.HELD: Verdict.PASS, Outcome.VIOLATED: Verdict.FAIL, Outcome.UNDECIDED: Verdict.INCONCLUSIVE}
 MEMORISED, GENERALISED, NEITHER = "memorised", "generalised", "neither"
@@ -119,29 +119,75 @@ def decide_shift(base: Mapping[int, Sequence[Mapping[str, Any]]], other: Mapping
     """Does ``other`` move K1* ``direction`` ("up": more seeds memorise at the same K) against
     ``base``? Per K: the difference of the memorised fractions with the Agresti-Caffo standard
     error (one success and one failure added to each group), judged at z Bonferroni-corrected
-    over the grid's K. HELD when some K moves that way beyond it and none the other way;
-    VIOLATED when some K moves the other way beyond it; UNDECIDED otherwise."""
+    over the grid's K. A seed that ended in neither basin is an outcome not yet known: each
+    group's fraction is the range ``[memorised, memorised + neither] / n``, and a K moves
+    ``direction`` only when the least favourable ends of the two ranges do, and the other way
+    only when the most favourable ends do (so a slower intervention whose seeds have not
+    committed by the budget is no evidence either way). HELD when some K moves that way beyond
+    the margin and none the other way; VIOLATED when some K moves the other way beyond it;
+    UNDECIDED otherwise."""
     from scipy import stats
 
     if direction not in ("up", "down"):
         raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
     Ks = sorted(set(base) & set(other))
     zb = float(stats.norm.isf(stats.norm.sf(z) / max(1, len(Ks))))
-    sign = 1.0 if direction == "up" else -1.0
+    sign = 1 if direction == "up" else -1
     rows = []
     for K in Ks:
-        n1, n2 = len(base[K]), len(other[K])
-        k1, k2 = round(_fraction(base[K]) * n1), round(_fraction(other[K]) * n2)
-        p1, p2 = (k1 + 1) / (n1 + 2), (k2 + 1) / (n2 + 2)
-        d = sign * (k2 / n2 - k1 / n1)
-        se = math.sqrt(p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2))
-        rows.append({"K": K, "base": k1 / n1, "other": k2 / n2, "diff": d, "se": se,
-                     "outcome": compare(d, 0.0, stderr=se, z=zb)})
+        (b_lo, b_hi, n1), (o_lo, o_hi, n2) = _memorised_range(base[K]), _memorised_range(other[K])
+
+        def diff(k1, k2):  # the signed difference (the claim's direction positive) and its error
+            p1, p2 = (k1 + 1) / (n1 + 2), (k2 + 1) / (n2 + 2)
+            return sign * (k2 / n2 - k1 / n1), math.sqrt(p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2))
+
+        # for the claim, the worst case pairs the intervention's low end with the baseline's high end ("up")
+        worst = diff(b_hi, o_lo) if sign > 0 else diff(b_lo, o_hi)
+        best = diff(b_lo, o_hi) if sign > 0 else diff(b_hi, o_lo)
+        held = compare(worst[0], 0.0, stderr=worst[1], z=zb) is Outcome.HELD
+        violated = compare(best[0], 0.0, stderr=best[1], z=zb) is Outcome.VIOLATED
+        rows.append({"K": K, "base": (b_lo / n1, b_hi / n1), "other": (o_lo / n2, o_hi / n2),
+                     "diff": worst[0], "se": worst[1], "best": best[0], "best_se": best[1],
+                     "outcome": Outcome.VIOLATED if violated else Outcome.HELD if held else Outcome.UNDECIDED})
     outs = [r["outcome"] for r in rows]
     out = (Outcome.VIOLATED if Outcome.VIOLATED in outs else Outcome.HELD if Outcome.HELD in outs
            else Outcome.UNDECIDED)
-    line = "; ".join(f"K={r['K']}: {r['base']:.2f} -> {r['other']:.2f} ({r['outcome'].value})" for r in rows)
-    return out, line + f" (memorised fraction, baseline -> intervention; z = {zb:.2f} over {len(Ks)} K)", rows
+    line = "; ".join(f"K={r['K']}: {_range_text(r['base'])} -> {_range_text(r['other'])} ({r['outcome'].value})"
+                     for r in rows)
+    return out, line + (f" (memorised fraction, baseline -> intervention, a range where seeds ended in neither "
+                        f"basin; z = {zb:.2f} over {len(Ks)} K)"), rows
+
+
+def _memorised_range(rows) -> tuple[int, int, int]:
+    """Memorised seeds, that number plus the seeds in neither basin, and the seeds."""
+    m = sum(r["outcome"] == MEMORISED for r in rows)
+    return m, m + sum(r["outcome"] == NEITHER for r in rows), len(rows)
+
+
+def _range_text(r: tuple[float, float]) -> str:
+    return f"{r[0]:.2f}" if r[0] == r[1] else f"{r[0]:.2f}-{r[1]:.2f}"
+
+
+def nearest_half(classes: Mapping[int, Sequence[Mapping[str, Any]]]) -> int:
+    """The grid K nearest K1* when none has both outcomes: the memorised fraction nearest 1/2 (the
+    smaller K on a tie)."""
+    return min(classes, key=lambda K: (abs(_fraction(classes[K]) - 0.5), K))
+
+
+def wrong_direction(base: Mapping[int, Sequence[Mapping[str, Any]]], shift: str
+                    ) -> tuple[dict[int, list[dict[str, Any]]], str]:
+    """The shift's negative control: an intervention that moves K1* against ``shift`` as far as the
+    grid can show, every seed of every K given the outcome of the far side (``up``: no seed
+    memorises, each read as generalised; ``down``: every seed memorises), their placements kept.
+    :func:`decide_shift` must find it VIOLATED at the baseline's own counts; it cannot where no K of
+    the baseline has enough seeds on the claim's side for a full move to clear the margin (the
+    design cannot see a move of K1* at all). A comparison turned around (the baseline read as the
+    intervention) is no such control: its answer is the real intervention's, reversed."""
+    if shift not in ("up", "down"):
+        raise ValueError(f"direction must be 'up' or 'down', got {shift!r}")
+    outcome = GENERALISED if shift == "up" else MEMORISED
+    how = "no seed memorises at any K" if shift == "up" else "every seed memorises at every K"
+    return {K: [{**r, "outcome": outcome} for r in rows] for K, rows in base.items()}, how
 
 
 def mixture_sweep(evalsets: Sequence[mr.EvalSets], C: int, alpha: float) -> list[dict[str, Any]]:
@@ -232,17 +278,18 @@ def _check_g5(ctx) -> TierResult:
                                f"injection of the chain identity into {s['injection_p']:.0%} of the training "
                                f"sequences; G.1's model and task (alpha={s['alpha']}, N={s['N']}, width={s['width']})"})
     # controls through the same deciding code
-    controls = []
-    if near is not None:
-        mix = mixture_sweep([evalsets[near, sd] for sd in seeds], s["C"], s["alpha"])
-        mix_cls = {near: [classify(rec, seps[near, sd], z, memo, gen) for rec, sd in zip(mix, seeds)]}
-        o, line, _ = decide_bimodal({**{K: classes[BASELINE][K] for K in Ks if K != near}, **mix_cls}, z)
-        controls.append(Control("a unimodal sweep: seed s of n at K near K1* is lam M2 + (1 - lam) G2, "
-                                "lam = (s + 1/2)/n", "one continuum of outcomes, no two basins", _VERDICT_OF[o], line))
-    for c, (o, _, _) in shifts.items():
-        rev, line, _ = decide_shift(classes[c], classes[BASELINE], z, params["shift"])
-        controls.append(Control(f"the {c} comparison turned around (the baseline read as the intervention)",
-                                "the direction the intervention is said to move K1*, reversed", _VERDICT_OF[rev], line))
+    at = near if near is not None else nearest_half(classes[BASELINE])
+    mix = mixture_sweep([evalsets[at, sd] for sd in seeds], s["C"], s["alpha"])
+    mix_cls = {at: [classify(rec, seps[at, sd], z, memo, gen) for rec, sd in zip(mix, seeds)]}
+    o, line, _ = decide_bimodal({**{K: classes[BASELINE][K] for K in Ks if K != at}, **mix_cls}, z)
+    where = "near K1*" if near is not None else "at the K whose memorised fraction is nearest 1/2"
+    controls = [Control(f"a unimodal sweep: seed s of n at K = {at} ({where}) is lam M2 + (1 - lam) G2, "
+                        "lam = (s + 1/2)/n", "one continuum of outcomes, no two basins", _VERDICT_OF[o], line)]
+    wrong, how = wrong_direction(classes[BASELINE], params["shift"])
+    o, line, _ = decide_shift(classes[BASELINE], wrong, z, params["shift"])
+    controls.append(Control(f"an intervention that moves K1* off the grid the other way ({how})",
+                            f"K1* moved {'down' if params['shift'] == 'up' else 'up'}, against the claim, by as much "
+                            "as the grid can show", _VERDICT_OF[o], line))
     figures = [_fraction_figure(ctx, classes, Ks, seeds, z), _placement_figure(ctx, classes, Ks, near)]
     assumptions = [_prior_assumption(ctx), _model_assumption(s)]
     verdict = tier_verdict(assumptions, conclusion)
@@ -373,9 +420,12 @@ G_5 = Claim(
         "wider than the wider group's range, by z of the seeds' own standard errors); a continuum of placements is a "
         "violation. K1* moves up: for each intervention, at some K the memorised "
         "fraction exceeds the baseline's by more than z Agresti-Caffo standard errors (z Bonferroni-corrected over "
-        "the grid) and at no K falls below it so. Negative controls through the same checks, each must FAIL: a "
-        "unimodal sweep (seed s of n at the K near K1* replaced by lam M2 + (1 - lam) G2, lam evenly spread) and "
-        "each comparison turned around. Reported beside them (no other reading is a finding): the memorised "
+        "the grid) and at no K falls below it so; a seed that ended in neither basin is an outcome not yet known "
+        "(each fraction is a range from counting it as not memorised to counting it as memorised, and a move counts "
+        "only when the range's least favourable end makes it). Negative controls through the same checks, each must FAIL: a "
+        "unimodal sweep (seed s of n at the K near K1* replaced by lam M2 + (1 - lam) G2, lam evenly spread; where "
+        "no K has both outcomes, at the K whose memorised fraction is nearest 1/2) and an intervention that moves "
+        "K1* the other way off the grid (no seed memorises at any K, the baseline's own counts against it). Reported beside them (no other reading is a finding): the memorised "
         "fraction with Clopper-Pearson intervals and the K1* bracket per condition, the same gap statistic at the "
         "other K, and the clocks of the competition (the first step nearest G2 for the runs that generalise, nearest "
         "M1/M2 for those that memorise) against K. Quick does not run it (K x seeds x 3 conditions: 36 runs "
