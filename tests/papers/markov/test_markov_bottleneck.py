@@ -15,8 +15,8 @@ import pytest
 
 from sim.papers.markov import task_head as th
 from sim.papers.markov.claims.bottleneck import (G_6, G_8, control_k2, decide_growth, delay_of, entry_step, first_step,
-                                                 fit_delays, judge_at, judge_exponent, profile_sse, seeds_to_tell,
-                                                 wrong_gamma_delays)
+                                                 fit_delays, judge_at, judge_exponent, profile_sse, refine_ks,
+                                                 seeds_to_tell, wrong_gamma_delays)
 from sim.verdict import Outcome, Verdict
 
 from ..conftest import tier
@@ -57,13 +57,14 @@ def fake_heads(monkeypatch, delay=lambda K, K2, seed: 6000.0 * (K2 - K) ** -2.0,
     def fake(config, runs, **kw):
         calls.append({"config": config, "runs": list(runs), **kw})
         K2 = k2_of(config)
+        budget = kw.get("steps", steps)
         out = []
         for r in runs:
             d = delay(r["K"], K2, r["seed"]) if r["K"] < K2 else math.inf
             # evaluations every 50 steps and a thousandth of a step either side of each switch: the
             # interpolated crossings are the switches themselves
-            grid = sorted(set(range(0, steps + 1, 50)) | {99.999, 100.001} |
-                          ({100 + d - 0.001, 100 + d + 0.001} if 100 + d < steps else set()))
+            grid = sorted(set(range(0, budget + 1, 50)) | {99.999, 100.001} |
+                          ({100 + d - 0.001, 100 + d + 0.001} if 100 + d < budget else set()))
             path = ["uniform" if t < 50 else "M1" if t < 100 else "G2" if t < 100 + d else "M2" for t in grid]
             out.append(placed_record(path, steps=grid, seed=r["seed"]))
         return out
@@ -131,11 +132,14 @@ def test_judge_exponent_reads_the_claim_inside_and_the_rivals_outside():
     assert judge_exponent(2.0, math.inf, 2.0, (1.0, 3.0), 3.0)[0] is Outcome.UNDECIDED
 
 
-def test_control_k2_is_the_fit_when_identified_else_the_grid_past_the_last_delay():
+def test_control_k2_is_the_fit_when_identified_else_one_step_past_the_last_delay():
     pts = [(8, 0, 1.0), (12, 0, 2.0), (16, 0, 3.0)]
     assert control_k2({"K2": 21.5, "at_bound": False}, pts, (8, 12, 16, 24)) == 21.5
-    assert control_k2({"K2": 1600.0, "at_bound": True}, pts, (8, 12, 16, 24, 32)) == 24
-    assert control_k2({"K2": 1600.0, "at_bound": True}, pts, (8, 12, 16)) == 20  # one step past the grid
+    # one step (the spacing of the two highest K with delays) past the last delay ...
+    assert control_k2({"K2": 1600.0, "at_bound": True}, pts, (8, 12, 16, 24, 32)) == 20
+    assert control_k2({"K2": 1600.0, "at_bound": True}, pts, (8, 12, 16)) == 20
+    # ... and no further than the next K tried, whose runs gave no delay
+    assert control_k2({"K2": 1600.0, "at_bound": True}, pts, (32, 8, 12, 16, 18)) == 18
 
 
 def test_wrong_gamma_delays_keep_the_anchor_and_each_runs_factor():
@@ -218,9 +222,31 @@ def test_g6_delays_that_identify_no_finite_k2_leave_the_law_undecided(run_claim,
     wrong = [c for c in t.controls if c.name.startswith("delays on a law")]
     assert [c.verdict for c in wrong] == [Verdict.FAIL, Verdict.FAIL] and all("K2* = 16" in c.mechanism for c in wrong)
     fake_heads(monkeypatch)
-    t = tier(run_claim(G_6, **{**G6_SMALL, "K_grid": (8, 10, 12, 24)}), "trained")
+    t = tier(run_claim(G_6, **{**G6_SMALL, "K_grid": (8, 10, 12, 24), "refine_points": 0}), "trained")
     law = next(r for r in t.readings if r["name"].startswith("Delta tau"))
     assert law["verdict"] == "undecided" and "fewer than 4 values of K" in law["detail"]
+
+
+def test_g6_refines_inside_the_delay_arms_bracket_with_seeds_of_its_own(run_claim, monkeypatch):
+    """A coarse grid whose delays stop at three K (8, 10, 12; the small circuit's K2* is 16): the
+    refinement trains the delay arm at K inside its bracket [12, 24] with a longer budget and seeds of
+    its own, and its entry at K = 15 gives the law its fourth K."""
+    rng = np.random.default_rng(2)
+    jitter = {}
+    calls = fake_heads(monkeypatch, delay=lambda K, K2, sd: 6000.0 * (K2 - K) ** -2.0 * jitter.setdefault(
+        (K, sd), math.exp(0.03 * rng.standard_normal())))
+    t = tier(run_claim(G_6, **{**G6_SMALL, "K_grid": (8, 10, 12, 24), "refine_seeds": 3}), "trained")
+    fine = [c for c in calls if c["steps"] == G_6.settings["standard"]["refine_steps"]]
+    assert len(fine) == 1 and (fine[0]["config"].d_phi, fine[0]["config"].decoder_width) == (2, 64)
+    assert sorted({r["K"] for r in fine[0]["runs"]}) == [15, 18, 21, 24] == refine_ks({"lower": 12, "upper": 24}, 4)
+    first = {(r["seed"], r["chain_seed"]) for c in calls if c is not fine[0] for r in c["runs"]}
+    assert not first & {(r["seed"], r["chain_seed"]) for r in fine[0]["runs"]}  # no trajectory counted twice
+    law = next(r for r in t.readings if r["name"].startswith("Delta tau"))
+    assert law["verdict"] == "held", law["detail"]
+    assert "K = [15, 18, 21, 24] inside [12, 24]" in next(r["detail"] for r in t.readings
+                                                          if r["name"].startswith("refinement"))
+    assert refine_ks({"lower": 28, "upper": 32}, 4) == [29, 30, 31, 32]
+    assert refine_ks({"lower": 32, "upper": None}, 4) == [] == refine_ks({"lower": 28, "upper": 32}, 0)
 
 
 def test_profile_sse_is_zero_on_the_law_and_positive_on_another_exponent():

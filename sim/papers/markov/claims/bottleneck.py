@@ -30,7 +30,8 @@ from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outco
     tier_verdict
 
 __all__ = ["G_6", "G_8", "CLAIMS", "entry_step", "first_step", "delay_of", "decide_growth", "judge_exponent",
-           "fit_delays", "wrong_gamma_delays", "judge_at", "decide_generalisation"]
+           "fit_delays", "wrong_gamma_delays", "judge_at", "decide_generalisation", "refine_ks", "control_k2",
+           "seeds_to_tell", "profile_sse", "censored_runs"]
 
 _VERDICT_OF = {Outcome.HELD: Verdict.PASS, Outcome.VIOLATED: Verdict.FAIL, Outcome.UNDECIDED: Verdict.INCONCLUSIVE}
 MEMORY = ("uniform", "G1", "G2", "M1", "M2")  # the phases a model trained on K chains is placed among
@@ -76,11 +77,35 @@ def _train_arm(ctx, s, arm: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
 
 
 def _g6_jobs(ctx) -> list:
-    """G.6's training jobs as the cost plan sees them: one per architecture of ``arms``."""
+    """G.6's training jobs as the cost plan sees them: one per architecture of ``arms``, and the delay
+    arm's refinement (its K are placed by the first stage's K2* bracket, unknown before it runs: it is
+    listed at the grid's top K, which costs the same steps)."""
     s = ctx.settings
     grid = _runs_grid(ctx, s)
-    return [job for arm in s["arms"]
+    jobs = [job for arm in s["arms"]
             for job in planned_jobs(**_arm_job_args(ctx, s, dict(arm), grid, strategies=MEMORY, stop="M2"))]
+    if int(s.get("refine_points", 0)) > 0:
+        nominal = sorted(s["K_grid"])[-int(s["refine_points"]):]
+        jobs += planned_jobs(**_arm_job_args(ctx, {**s, "steps": s["refine_steps"]}, dict(s["arms"][s["delay_arm"]]),
+                                             _refine_runs(ctx, s, nominal), strategies=MEMORY, stop="M2"))
+    return jobs
+
+
+def refine_ks(bracket: Mapping[str, Any], points: int) -> list[int]:
+    """The refinement's K: ``points`` evenly inside the first stage's K2* bracket ``(lower, upper]``
+    (:func:`~sim.papers.markov.claims.gibson.k1_bracket`), rounded to integers, ``upper`` included (its
+    first-stage runs had the shorter budget); none without a bracket or with ``points`` = 0."""
+    lo, hi = bracket.get("lower"), bracket.get("upper")
+    if points <= 0 or lo is None or hi is None or hi - lo < 2:
+        return []
+    return sorted({int(round(lo + (hi - lo) * j / points)) for j in range(1, points + 1)} - {int(lo)})
+
+
+def _refine_runs(ctx, s, Ks: Sequence[int]) -> list[dict[str, Any]]:
+    """The refinement's runs: seeds and chains of their own (``refine-...``), independent of the first
+    stage's, so no run's trajectory is counted twice."""
+    return [{"K": int(K), "seed": ctx.seed_for(f"refine-train-{i}"), "chain_seed": ctx.seed_for(f"refine-chains-{i}")}
+            for K in Ks for i in range(int(s["refine_seeds"]))]
 
 
 def _g8_runs(ctx, s) -> list[dict[str, Any]]:
@@ -309,9 +334,31 @@ def _check_g6(ctx) -> TierResult:
         growth_outs.append(out)
         readings.append({"name": f"K2* grows with {what} ({_arch_text(arms[small], s)} -> {_arch_text(arms[large], s)})",
                          "verdict": out.value, "detail": f"K2* brackets {text} on K = {Ks}"})
-    # (b) the delay law on the designated arm
+    # (b) the delay law on the designated arm, with the refinement inside its K2* bracket
     d_arm = int(s["delay_arm"])
     pts = [(r["K"], i, t) for i, (r, t) in enumerate(zip(grid, delays[d_arm])) if t is not None and t > 0]
+    fine_Ks = refine_ks(brackets[d_arm], int(s.get("refine_points", 0)))
+    d_runs, d_recs = list(grid), list(arm_recs[d_arm])  # the delay arm's runs, both stages
+    if fine_Ks:
+        fine = _refine_runs(ctx, s, fine_Ks)
+        fine_recs = _train_arm(ctx, {**s, "steps": s["refine_steps"]}, arms[d_arm], fine, strategies=MEMORY, stop="M2")
+        fine_delays = [delay_of(rec) for rec in fine_recs]
+        pts += [(r["K"], len(grid) + i, t) for i, (r, t) in enumerate(zip(fine, fine_delays)) if t is not None and t > 0]
+        d_runs += fine
+        d_recs += list(fine_recs)
+        for K in fine_Ks:
+            here = [(rec, t) for r, rec, t in zip(fine, fine_recs, fine_delays) if r["K"] == K]
+            numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: refinement K={K}: fraction of seeds in M2 within "
+                                  f"{s['refine_steps']} steps", float(np.mean([entry_step(rec, 'M2', 'id') is not None
+                                                                              for rec, _ in here])),
+                                  n=len(here), kind="trained", note="G2 -> M2 delays: " + ", ".join(
+                                      "-" if t is None else f"{t:.0f}" for _, t in here)))
+    readings.append({"name": "refinement inside the K2* bracket of the delay law's architecture", "verdict": "INFO",
+                     "detail": (f"K = {fine_Ks} inside [{brackets[d_arm]['lower']}, {brackets[d_arm]['upper']}], "
+                                f"{s['refine_seeds']} seeds of their own, up to {s['refine_steps']} steps"
+                                if fine_Ks else "none: " + ("no K2* bracket on the grid"
+                                                            if int(s.get("refine_points", 0)) > 0 else "refine_points = 0"))})
+    tried = sorted({int(K) for K in s["K_grid"]} | set(fine_Ks))
     rng = ctx.rng("bootstrap")
     delay_out, delay_text, fit, power = Outcome.UNDECIDED, "", None, None
     want, rivals = float(ctx.params["gamma"]), tuple(ctx.params["gamma_rivals"])
@@ -327,13 +374,13 @@ def _check_g6(ctx) -> TierResult:
                               kind="trained", note=f"bootstrap over the runs ({fit['n_boot']} resamples); claim {want:g}"))
         numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: K2* fitted from the delays", fit["K2"], kind="trained",
                               note=f"bootstrap 16-84%: [{fit['K2_lo']:.1f}, {fit['K2_hi']:.1f}]"))
-        power = seeds_to_tell([k for k, _, _ in pts], control_k2(fit, pts, s["K_grid"]), want, rivals,
+        power = seeds_to_tell([k for k, _, _ in pts], control_k2(fit, pts, tried), want, rivals,
                               fit["resid_sd"], z)
         numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: seeds per K this grid needs to tell gamma = {want:g} "
                               f"from {', '.join(f'{r:g}' for r in rivals)} (and the controls' laws from {want:g})",
                               max(power["primary"], power["control"]), kind="trained",
                               note=_power_text(power, int(s["seeds"]))))
-        cens = censored_runs(grid, arm_recs[d_arm], control_k2(fit, pts, s["K_grid"]))
+        cens = censored_runs(d_runs, d_recs, control_k2(fit, pts, tried))
         if cens:
             numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: runs with a G2 phase and no M2 by the budget, below "
                                   "the K2* the grid sees", sum(cens.values()), kind="trained",
@@ -348,7 +395,7 @@ def _check_g6(ctx) -> TierResult:
     readings.append({"name": "settings the paper leaves open (chosen here)", "verdict": "INFO",
                      "detail": _settings_text(s)})
     conclusion = _worst(growth_outs + [delay_out])
-    controls = _g6_controls(ctx, s, brackets, pts, fit, want, rivals)
+    controls = _g6_controls(ctx, s, brackets, pts, fit, want, rivals, tried)
     figures.append(_g6_figure(ctx, s, arms, Ks, grid, entries, pts, fit, d_arm))
     assumptions = [_prior_assumption(ctx, s)]
     verdict = tier_verdict(assumptions, conclusion)
@@ -385,7 +432,7 @@ def _settings_text(s) -> str:
             f"sequences, {s['seeds']} seeds")
 
 
-def _g6_controls(ctx, s, brackets, pts, fit, want, rivals) -> list[Control]:
+def _g6_controls(ctx, s, brackets, pts, fit, want, rivals, tried) -> list[Control]:
     """Wrong laws through the same deciding code: the capacity arms read in reverse (K2* shrinking with
     capacity), and the delays with their means on a law of exponent 1 or 3 (:func:`wrong_gamma_delays`)."""
     out = []
@@ -398,7 +445,7 @@ def _g6_controls(ctx, s, brackets, pts, fit, want, rivals) -> list[Control]:
             out.append(Control(f"delays on a law with gamma = {g:g}", "the same runs' noise on a wrong divergence",
                                Verdict.INCONCLUSIVE, "no delay law fitted (too few K entered M2)"))
             continue
-        K2 = control_k2(fit, pts, s["K_grid"])
+        K2 = control_k2(fit, pts, tried)
         fake = wrong_gamma_delays(pts, K2, g)
         f = fit_delays(fake, ctx.rng(f"bootstrap-wrong-{g:g}"), s["bootstrap"])
         o, text = judge_exponent(f["gamma"], f["gamma_se"], want, rivals, ctx.z)
@@ -409,20 +456,19 @@ def _g6_controls(ctx, s, brackets, pts, fit, want, rivals) -> list[Control]:
     return out
 
 
-def control_k2(fit: Mapping[str, Any], points: Sequence[tuple[float, int, float]], K_grid: Sequence[int]) -> float:
-    """Where the wrong-exponent controls put their divergence: the fitted K2* when the delays identify one;
-    otherwise the first K of the grid above every K with a delay (the threshold as the grid sees it; one
-    grid step beyond the last K when none is above), so a control's law diverges where the runs stop
-    entering M2 and the fit can tell its exponent from the claim's whatever the real delays do."""
+def control_k2(fit: Mapping[str, Any], points: Sequence[tuple[float, int, float]], K_tried: Sequence[int]) -> float:
+    """Where the wrong-exponent controls put their divergence: the fitted K2* when the delays identify one.
+    Otherwise where the runs stop entering M2 as the design resolves it: one step past the highest K with
+    a delay, the step being the spacing of the two highest such K (the grid's resolution there), and no
+    further than the next K tried (whose runs gave no delay). So a control's law diverges where the data
+    allow a divergence, and the fit can tell its exponent from the claim's whatever the real delays do."""
     if not fit.get("at_bound"):
         return float(fit["K2"])
-    top = max(k for k, _, _ in points)
-    grid = sorted({float(k) for k in K_grid})
-    above = [k for k in grid if k > top]
-    if above:
-        return above[0]
-    below = [k for k in grid if k < top]
-    return top + (top - below[-1] if below else top)
+    ks = sorted({float(k) for k, _, _ in points})
+    top = ks[-1]
+    step = top - ks[-2] if len(ks) > 1 else top
+    above = sorted(float(k) for k in K_tried if k > top)
+    return min([top + step, *above[:1]])
 
 
 def _full_transformer_finding() -> Finding:
@@ -599,11 +645,15 @@ _MINIMAL = dict(C=10, alpha=0.1, N=64, encoder_width=64, lr=3e-3, batch=32, n_ev
 # the arms: a small circuit, the same with 8 times the task vector, the same with 4 times the decoder;
 # K2* of the small one near 32 within 4000 steps (measured here), so the grid runs from 8 to 64, in steps of 4
 # below 32: the delay law has three parameters and needs entries into M2 at >= 4 K below K2* (a grid of
-# 12, 16, 24 there gave three at master seeds 0 and 1)
+# 12, 16, 24 there gave three at master seeds 0 and 1). The grid alone cannot tell gamma's 2 from 1 or 3: its
+# top delays stop 4 or 16 K short of where the runs stop entering M2, and a divergence's curvature lives in
+# the last few K (seeds_to_tell: 13 and 251 seeds per K at master seeds 0 and 1). So the delay arm adds a
+# refinement at K inside its own K2* bracket, with seeds of their own and a longer budget
 _ARMS = ({"d_phi": 2, "decoder_width": 64}, {"d_phi": 16, "decoder_width": 64}, {"d_phi": 2, "decoder_width": 256})
 _G6_STANDARD = {"tiers": ("trained",), **_MINIMAL, "seeds": 2, "steps": 4000, "eval_every": 50, "bootstrap": 300,
                 "K_grid": (8, 12, 16, 20, 24, 28, 32, 48, 64), "arms": _ARMS,
-                "growth_pairs": ((0, 1, "D_phi"), (0, 2, "the decoder's width")), "delay_arm": 0}
+                "growth_pairs": ((0, 1, "D_phi"), (0, 2, "the decoder's width")), "delay_arm": 0,
+                "refine_points": 4, "refine_seeds": 4, "refine_steps": 12000}
 _G8_STANDARD = {"tiers": ("trained",), **_MINIMAL, "train_K": "inf", "seeds": 2, "steps": 3000, "eval_every": 250,
                 "n_eval": 256, "large": {"d_phi": 128, "decoder_width": 256}, "small": {"d_phi": 4, "decoder_width": 32}}
 _NOT_IN_QUICK = ("decided by the standard profile: the minimal model's runs near K2* (and, for G.8, the large task "
@@ -630,9 +680,14 @@ G_6 = Claim(
         "Delta tau_K = A (K2* - K)^-gamma fitted (K2*, A, gamma by least squares in log delay) on the runs of one "
         "architecture, "
         "gamma's error from a bootstrap over the runs (seeds and K); gamma ≈ 2 read as 2 inside gamma ± z se and "
-        "1 and 3 outside it; VIOLATED when 2 lies outside. Negative controls through the same code, each must "
+        "1 and 3 outside it; VIOLATED when 2 lies outside. The delays are those of the grid and of a refinement: "
+        "the same architecture at 'refine_points' K evenly inside its own K2* bracket, with 'refine_seeds' seeds "
+        "of their own and a budget of 'refine_steps' (a divergence's curvature lives in the last K before K2*, "
+        "which the grid alone does not reach); the report gives the seeds per K the design needs to tell 2 from "
+        "1 and 3 (a likelihood-ratio approximation) and the runs the budget censored. Negative controls through the same code, each must "
         "FAIL: the capacity arms swapped (K2* shrinking with capacity) and the measured delays' noise on laws "
-        "with gamma = 1 and 3. The full transformer near K2* ≈ 7000 (third-party notes, width 64) is a finding "
+        "with gamma = 1 and 3, diverging at the fitted K2* or, where the delays identify none, one step (the "
+        "spacing of the two highest K with delays) past the last delay. The full transformer near K2* ≈ 7000 (third-party notes, width 64) is a finding "
         "for the paper profile."),
     assumptions=("rows i.i.d. symmetric Dirichlet",),
     checks={"trained": _check_g6},
@@ -641,6 +696,7 @@ G_6 = Claim(
         "quick": {**_G6_STANDARD, "tiers": ()},
         "standard": _G6_STANDARD,
         "paper": {**_G6_STANDARD, "seeds": 8, "steps": 20000, "eval_every": 25, "bootstrap": 500,
+                  "refine_points": 6, "refine_seeds": 8, "refine_steps": 60000,
                   "K_grid": (8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 96, 128)},
     },
     decided_by="standard",
