@@ -358,6 +358,9 @@ def _fraction_figure(ctx, classes, Ks, seeds, z) -> str:
         iv = np.array([binomial_interval(round(v * n), n, z) for v in f])
         x = np.asarray(Ks, dtype=float) * (1 + 0.04 * (j - 1))
         ax.errorbar(x, f, yerr=[f - iv[:, 0], iv[:, 1] - f], marker="o", capsize=3, color=color, label=c, lw=1.2)
+        upper = np.array([_memorised_range(classes[c][K])[1] / n for K in Ks])  # the seeds in neither basin added
+        ax.scatter(x[upper > f], upper[upper > f], marker="^", facecolors="none", edgecolors=color, s=22,
+                   label="the seeds in neither basin added" if j == 0 else None)
     ax.axhline(0.5, color="#999999", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.set_xlabel("training chains K")
