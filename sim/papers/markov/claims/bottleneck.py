@@ -339,6 +339,7 @@ def _check_g6(ctx) -> TierResult:
     pts = [(r["K"], i, t) for i, (r, t) in enumerate(zip(grid, delays[d_arm])) if t is not None and t > 0]
     fine_Ks = refine_ks(brackets[d_arm], int(s.get("refine_points", 0)))
     d_runs, d_recs = list(grid), list(arm_recs[d_arm])  # the delay arm's runs, both stages
+    refined = []  # (K, fraction of the refinement's seeds in M2)
     if fine_Ks:
         fine = _refine_runs(ctx, s, fine_Ks)
         fine_recs = _train_arm(ctx, {**s, "steps": s["refine_steps"]}, arms[d_arm], fine, strategies=MEMORY, stop="M2")
@@ -348,6 +349,7 @@ def _check_g6(ctx) -> TierResult:
         d_recs += list(fine_recs)
         for K in fine_Ks:
             here = [(rec, t) for r, rec, t in zip(fine, fine_recs, fine_delays) if r["K"] == K]
+            refined.append((K, float(np.mean([entry_step(rec, "M2", "id") is not None for rec, _ in here]))))
             numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: refinement K={K}: fraction of seeds in M2 within "
                                   f"{s['refine_steps']} steps", float(np.mean([entry_step(rec, 'M2', 'id') is not None
                                                                               for rec, _ in here])),
@@ -385,8 +387,9 @@ def _check_g6(ctx) -> TierResult:
             numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: runs with a G2 phase and no M2 by the budget, below "
                                   "the K2* the grid sees", sum(cens.values()), kind="trained",
                                   note="per K: " + ", ".join(f"K={k}: {n}" for k, n in sorted(cens.items())) +
-                                  f"; their delays exceed what {s['steps']} steps left them and are not in the fit "
-                                  "(the fitted delays near K2* lean low)"))
+                                  f"; their delays exceed what their budget ({s['steps']} steps, "
+                                  f"{s.get('refine_steps', s['steps'])} in the refinement) left them and are not in "
+                                  "the fit (the fitted delays near K2* lean low)"))
     else:
         delay_text = (f"entry into M2 at fewer than {MIN_DELAY_KS} values of K for {_arch_text(arms[d_arm], s)} "
                       f"({len(pts)} runs); needs a denser K grid below K2* or longer runs")
@@ -396,7 +399,7 @@ def _check_g6(ctx) -> TierResult:
                      "detail": _settings_text(s)})
     conclusion = _worst(growth_outs + [delay_out])
     controls = _g6_controls(ctx, s, brackets, pts, fit, want, rivals, tried)
-    figures.append(_g6_figure(ctx, s, arms, Ks, grid, entries, pts, fit, d_arm))
+    figures.append(_g6_figure(ctx, s, arms, Ks, grid, entries, pts, fit, d_arm, refined))
     assumptions = [_prior_assumption(ctx, s)]
     verdict = tier_verdict(assumptions, conclusion)
     budget = ""
@@ -478,13 +481,19 @@ def _full_transformer_finding() -> Finding:
                    "or a Dask cluster)")
 
 
-def _g6_figure(ctx, s, arms, Ks, grid, entries, pts, fit, d_arm) -> str:
+def _g6_figure(ctx, s, arms, Ks, grid, entries, pts, fit, d_arm, refined=()) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
+    fig, (ax, ax3, ax2) = plt.subplots(1, 3, figsize=(14, 4), dpi=110)
+    if pts:  # the same delays against K itself: a divergence bends up, a delay exponential in K is a line
+        ax3.scatter([k for k, _, _ in pts], [t for _, _, t in pts], s=14, color="#08519c")
+        ax3.set_yscale("log")
+    ax3.set_xlabel("training chains K")
+    ax3.set_ylabel("G2 -> M2 delay (steps)")
+    ax3.set_title("G.6: delay against K (log delay: exponential growth is a line)", fontsize=9)
     if fit is not None:
         x = np.array([fit["K2"] - k for k, _, _ in pts])
         ax.scatter(x, [t for _, _, t in pts], s=14, color="#08519c", label="runs (G2 first nearest -> M2 for good)")
@@ -502,11 +511,14 @@ def _g6_figure(ctx, s, arms, Ks, grid, entries, pts, fit, d_arm) -> str:
     ax.set_title(f"G.6: delay against K2* - K ({_arch_text(arms[d_arm], s)})", fontsize=9)
     for a, arm in enumerate(arms):
         frac = [np.mean([tt is not None for r, tt in zip(grid, entries[a]) if r["K"] == K]) for K in Ks]
-        ax2.plot(Ks, frac, marker="o", label=_arch_text(arm, s))
+        line, = ax2.plot(Ks, frac, marker="o", label=_arch_text(arm, s))
+        if a == d_arm and refined:
+            ax2.plot([k for k, _ in refined], [f for _, f in refined], marker="s", ls="none", mfc="none",
+                     color=line.get_color(), label=f"{_arch_text(arm, s)}: refinement, within {s['refine_steps']} steps")
     ax2.set_xscale("log", base=2)
     ax2.set_xlabel("training chains K")
-    ax2.set_ylabel(f"fraction of seeds in M2 within {s['steps']} steps")
-    ax2.set_title("G.6: K2* per architecture", fontsize=9)
+    ax2.set_ylabel("fraction of seeds in M2")
+    ax2.set_title(f"G.6: K2* per architecture (grid: within {s['steps']} steps)", fontsize=9)
     ax2.legend(fontsize=6)
     fig.tight_layout()
     path = ctx.figure_path("bottleneck")
