@@ -22,6 +22,14 @@ from sim.verdict import Outcome, Verdict
 from ..conftest import tier
 
 MEM = ("uniform", "G1", "G2", "M1", "M2")
+
+
+@pytest.fixture
+def run_claim(run_claim):
+    """The shared fixture with one worker: the architectures' jobs are handed to the runner together, and
+    the fake trainers below live in this process."""
+    return lambda claim, **kw: run_claim(claim, **{"workers": 1, **kw})
+
 FRESH = ("uniform", "G1", "G2")
 
 

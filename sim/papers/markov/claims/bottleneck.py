@@ -73,7 +73,19 @@ def _arm_job_args(ctx, s, arm: Mapping[str, Any], runs: Sequence[Mapping[str, An
 def _train_arm(ctx, s, arm: Mapping[str, Any], runs: Sequence[Mapping[str, Any]], *, strategies, stop=None):
     """Every run of one architecture ``arm`` at once (:func:`_arm_job_args`, on the grid runner: memoised for
     the claim's evaluation and recorded in the run folder)."""
-    return run_jobs(ctx, **_arm_job_args(ctx, s, arm, runs, strategies=strategies, stop=stop))[0]
+    return _train_arms(ctx, s, [arm], runs, strategies=strategies, stop=stop)[0]
+
+
+def _train_arms(ctx, s, arms: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]], *, strategies,
+                stop=None) -> list:
+    """The runs of each architecture of ``arms``, one job per architecture, handed to the grid runner
+    together so that its workers train them side by side (the records are those of one arm at a
+    time: the same jobs, the same ids)."""
+    args = [_arm_job_args(ctx, s, arm, runs, strategies=strategies, stop=stop) for arm in arms]
+    label = args[0]["label"] if len(args) == 1 else (f"{ctx.claim.id} task heads: {len(args)} architectures, "
+                                                     f"{len(runs)} runs each")
+    return run_jobs(ctx, args[0]["fn"], [job for a in args for job in a["jobs"]], key=args[0]["key"],
+                    cost=args[0]["cost"], label=label)
 
 
 def _g6_jobs(ctx) -> list:
@@ -309,8 +321,7 @@ def _check_g6(ctx) -> TierResult:
     Ks = sorted({int(K) for K in s["K_grid"]})
     numbers, readings, figures = [], [], []
     entries, delays, brackets, arm_recs = [], [], [], []
-    for a, arm in enumerate(arms):
-        recs = _train_arm(ctx, s, arm, grid, strategies=MEMORY, stop="M2")
+    for a, (arm, recs) in enumerate(zip(arms, _train_arms(ctx, s, arms, grid, strategies=MEMORY, stop="M2"))):
         arm_recs.append(recs)
         t = [entry_step(rec, "M2", "id") for rec in recs]
         entries.append(t)
@@ -572,7 +583,7 @@ def _check_g8(ctx) -> TierResult:
     runs = _g8_runs(ctx, s)
     strategies = FRESH if s["train_K"] == "inf" else MEMORY
     large, small = dict(s["large"]), dict(s["small"])
-    recs = _train_arm(ctx, s, large, runs, strategies=strategies)
+    recs, small_recs = _train_arms(ctx, s, [large, small], runs, strategies=strategies)
     target = ctx.params["reaches"]
     conclusion, line, rows = decide_generalisation(recs, z, target=target)
     numbers = []
@@ -590,7 +601,6 @@ def _check_g8(ctx) -> TierResult:
                  "detail": line},
                 {"name": "settings the paper leaves open (chosen here)", "verdict": "INFO",
                  "detail": f"trained on K = {s['train_K']} chains; " + _settings_text(s)}]
-    small_recs = _train_arm(ctx, s, small, runs, strategies=strategies)
     controls = []
     o, l2, _ = decide_generalisation(small_recs, z, target=target)
     controls.append(Control(f"the same circuit at small capacity ({_arch_text(small, s)})", "too small a task vector "
