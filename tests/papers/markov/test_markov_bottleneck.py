@@ -15,8 +15,8 @@ import pytest
 
 from sim.papers.markov import task_head as th
 from sim.papers.markov.claims.bottleneck import (G_6, G_8, control_k2, decide_growth, delay_of, entry_step, first_step,
-                                                 fit_delays, judge_at, judge_exponent, profile_sse, refine_ks,
-                                                 seeds_to_tell, wrong_gamma_delays)
+                                                 fit_delays, judge_at, judge_delay_law, judge_exponent, profile_sse,
+                                                 refine_ks, seeds_to_tell, wrong_gamma_delays)
 from sim.verdict import Outcome, Verdict
 
 from ..conftest import tier
@@ -161,6 +161,15 @@ def test_wrong_gamma_delays_keep_the_anchor_and_each_runs_factor():
     assert f["gamma"] == pytest.approx(1.0, abs=0.15)
 
 
+def test_the_capacity_control_fails_against_any_small_model_that_enters_m2_on_the_grid():
+    from sim.papers.markov.claims.bottleneck import shrunk_bracket
+
+    below = shrunk_bracket((8, 16, 32))
+    assert below == {"lower": None, "upper": 8, "estimate": None}
+    assert decide_growth({"lower": 16, "upper": 32}, below)[0] is Outcome.VIOLATED
+    assert decide_growth({"lower": None, "upper": 8}, below)[0] is Outcome.UNDECIDED  # the small one enters nowhere
+
+
 def test_decide_growth_needs_a_k_the_small_model_fails_and_the_large_one_passes():
     b = lambda lo, hi: {"lower": lo, "upper": hi, "estimate": None}  # noqa: E731
     assert decide_growth(b(12, 16), b(16, 32))[0] is Outcome.HELD
@@ -237,8 +246,8 @@ def test_g6_delays_that_identify_no_finite_k2_leave_the_law_undecided(run_claim,
 
 def test_g6_refines_inside_the_delay_arms_bracket_with_seeds_of_its_own(run_claim, monkeypatch):
     """A coarse grid whose delays stop at three K (8, 10, 12; the small circuit's K2* is 16): the
-    refinement trains the delay arm at K inside its bracket [12, 24] with a longer budget and seeds of
-    its own, and its entry at K = 15 gives the law its fourth K."""
+    refinement trains the delay arm one K at a time past 12, inside its bracket [12, 24], with a longer
+    budget and seeds of its own, and its entries at K = 13, 14 and 15 give the law more K."""
     rng = np.random.default_rng(2)
     jitter = {}
     calls = fake_heads(monkeypatch, delay=lambda K, K2, sd: 6000.0 * (K2 - K) ** -2.0 * jitter.setdefault(
@@ -246,14 +255,15 @@ def test_g6_refines_inside_the_delay_arms_bracket_with_seeds_of_its_own(run_clai
     t = tier(run_claim(G_6, **{**G6_SMALL, "K_grid": (8, 10, 12, 24), "refine_seeds": 3}), "trained")
     fine = [c for c in calls if c["steps"] == G_6.settings["standard"]["refine_steps"]]
     assert len(fine) == 1 and (fine[0]["config"].d_phi, fine[0]["config"].decoder_width) == (2, 64)
-    assert sorted({r["K"] for r in fine[0]["runs"]}) == [15, 18, 21, 24] == refine_ks({"lower": 12, "upper": 24}, 4)
+    assert sorted({r["K"] for r in fine[0]["runs"]}) == [13, 14, 15, 16] == refine_ks({"lower": 12, "upper": 24}, 4)
     first = {(r["seed"], r["chain_seed"]) for c in calls if c is not fine[0] for r in c["runs"]}
     assert not first & {(r["seed"], r["chain_seed"]) for r in fine[0]["runs"]}  # no trajectory counted twice
     law = next(r for r in t.readings if r["name"].startswith("Delta tau"))
     assert law["verdict"] == "held", law["detail"]
-    assert "K = [15, 18, 21, 24] inside [12, 24]" in next(r["detail"] for r in t.readings
+    assert "K = [13, 14, 15, 16] inside [12, 24]" in next(r["detail"] for r in t.readings
                                                           if r["name"].startswith("refinement"))
-    assert refine_ks({"lower": 28, "upper": 32}, 4) == [29, 30, 31, 32]
+    assert refine_ks({"lower": 28, "upper": 32}, 4) == [29, 30, 31, 32] == refine_ks({"lower": 28, "upper": 32}, 9)
+    assert refine_ks({"lower": 32, "upper": 48}, 4) == [33, 34, 35, 36]
     assert refine_ks({"lower": 32, "upper": None}, 4) == [] == refine_ks({"lower": 28, "upper": 32}, 0)
 
 
@@ -292,3 +302,19 @@ def test_seeds_to_tell_sizes_the_likelihood_ratio_it_claims_to():
     mean, se = float(np.mean(stats)), float(np.std(stats, ddof=1) / math.sqrt(len(stats)))
     # noncentrality m S / sd^2 lies in [z^2, z^2 m / (m - 1)] (m rounded up); the chi^2_1 adds 1 to the mean
     assert z ** 2 + 1 - 3 * se <= mean <= z ** 2 * m / (m - 1) + 1 + 3 * se, (m, mean, se)
+
+
+def test_a_fit_short_of_its_bound_whose_bootstrap_reaches_it_identifies_no_k2():
+    """The point fit stops at a finite K2*, but a sixth or more of the resamples run to the search's bound:
+    gamma is then the slope of an exponential in K, so the law is UNDECIDED and the controls' divergence
+    goes one step past the last delay, not to that K2*."""
+    fit = {"gamma": 2.0, "gamma_se": 0.1, "K2": 167.0, "at_bound": False, "identified": False, "bound_share": 0.32}
+    out, text = judge_delay_law(fit, 2.0, (1.0, 3.0), 3.0)
+    assert out is Outcome.UNDECIDED and "32% of the bootstrap's resamples" in text
+    assert judge_delay_law({**fit, "identified": True}, 2.0, (1.0, 3.0), 3.0)[0] is Outcome.HELD
+    pts = [(28, 0, 1.0), (31, 0, 2.0), (32, 0, 3.0)]
+    assert control_k2(fit, pts, (8, 32, 48)) == 33 and control_k2({**fit, "identified": True}, pts, (48,)) == 167.0
+    # on an exact law the resamples stay off the bound: identified
+    exact = [(K, sd, 4e3 * (40 - K) ** -2.0) for K in (8, 16, 24, 30, 34, 37) for sd in range(3)]
+    f = fit_delays(exact, np.random.default_rng(3), 40)
+    assert f["identified"] and f["bound_share"] == 0.0 and f["K2"] == pytest.approx(40, rel=1e-3)

@@ -31,7 +31,7 @@ from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outco
 
 __all__ = ["G_6", "G_8", "CLAIMS", "entry_step", "first_step", "delay_of", "decide_growth", "judge_exponent",
            "fit_delays", "wrong_gamma_delays", "judge_at", "decide_generalisation", "refine_ks", "control_k2",
-           "seeds_to_tell", "profile_sse", "censored_runs"]
+           "seeds_to_tell", "profile_sse", "censored_runs", "judge_delay_law", "shrunk_bracket"]
 
 _VERDICT_OF = {Outcome.HELD: Verdict.PASS, Outcome.VIOLATED: Verdict.FAIL, Outcome.UNDECIDED: Verdict.INCONCLUSIVE}
 MEMORY = ("uniform", "G1", "G2", "M1", "M2")  # the phases a model trained on K chains is placed among
@@ -104,13 +104,16 @@ def _g6_jobs(ctx) -> list:
 
 
 def refine_ks(bracket: Mapping[str, Any], points: int) -> list[int]:
-    """The refinement's K: ``points`` evenly inside the first stage's K2* bracket ``(lower, upper]``
-    (:func:`~sim.papers.markov.claims.gibson.k1_bracket`), rounded to integers, ``upper`` included (its
-    first-stage runs had the shorter budget); none without a bracket or with ``points`` = 0."""
+    """The refinement's K: the grid continued one K at a time from the last K of the first stage's K2*
+    bracket ``(lower, upper]`` where the runs entered M2 (:func:`~sim.papers.markov.claims.gibson.k1_bracket`),
+    ``lower + 1, ..., lower + points``, up to ``upper``; none without a bracket or with ``points`` = 0.
+    A divergence's curvature lives in the last K before K2*, and a longer budget moves the last K the
+    runs enter M2 at only a few K past the grid's (the delays grow about exponentially in K), so the
+    refinement looks there at the finest resolution K has."""
     lo, hi = bracket.get("lower"), bracket.get("upper")
     if points <= 0 or lo is None or hi is None or hi - lo < 2:
         return []
-    return sorted({int(round(lo + (hi - lo) * j / points)) for j in range(1, points + 1)} - {int(lo)})
+    return list(range(int(lo) + 1, min(int(lo) + points, int(hi)) + 1))
 
 
 def _refine_runs(ctx, s, Ks: Sequence[int]) -> list[dict[str, Any]]:
@@ -208,7 +211,9 @@ def fit_delays(points: Sequence[tuple[float, int, float]], rng: np.random.Genera
     ``points`` ``[(K, seed, delay)]``, with the standard error of gamma and K2*'s 16-84% range from a
     bootstrap over the runs (resamples with fewer than ``MIN_DELAY_KS`` distinct K are skipped;
     ``gamma_se`` is infinite with fewer than 2 usable resamples). ``at_bound`` (from the fit): K2* sits
-    in the top step of the search's range (``k_max``, default 100 max K): the data identify no finite K2*."""
+    in the top step of the search's range (``k_max``, default 100 max K). ``identified``: the data
+    identify a finite K2*, the fit short of its bound and so are more than 84% of the resamples (else
+    K2*'s 16-84% range reaches the bound, and a point fit short of it says nothing)."""
     K = [k for k, _, _ in points]
     d = [t for _, _, t in points]
     fit = fit_divergence(K, d, k_max=k_max)
@@ -219,7 +224,9 @@ def fit_delays(points: Sequence[tuple[float, int, float]], rng: np.random.Genera
             boots.append(fit_divergence([K[i] for i in idx], [d[i] for i in idx], k_max=k_max))
     g_se = float(np.std([b["gamma"] for b in boots], ddof=1)) if len(boots) > 1 else math.inf
     lo, hi = (np.percentile([b["K2"] for b in boots], [16, 84]) if boots else (math.nan, math.nan))
-    return {**fit, "gamma_se": g_se, "K2_lo": float(lo), "K2_hi": float(hi), "n_boot": len(boots)}
+    bound_share = float(np.mean([b["at_bound"] for b in boots])) if boots else 1.0
+    return {**fit, "gamma_se": g_se, "K2_lo": float(lo), "K2_hi": float(hi), "n_boot": len(boots),
+            "bound_share": bound_share, "identified": not fit["at_bound"] and bound_share < 0.16}
 
 
 def judge_exponent(gamma: float, se: float, want: float, rivals: Sequence[float], z: float) -> tuple[Outcome, str]:
@@ -296,6 +303,22 @@ def censored_runs(grid: Sequence[Mapping[str, Any]], recs: Sequence[Mapping[str,
     return out
 
 
+def judge_delay_law(fit: Mapping[str, Any], want: float, rivals: Sequence[float], z: float) -> tuple[Outcome, str]:
+    """The delay law's reading of a :func:`fit_delays` fit, the same for the runs and the controls:
+    :func:`judge_exponent` on gamma, UNDECIDED whenever the delays identify no finite K2* (the fit at
+    the search's bound, or its bootstrap there in 16% of resamples or more: then gamma is the slope
+    of a delay growing exponentially in K, not an exponent)."""
+    out, text = judge_exponent(fit["gamma"], fit["gamma_se"], want, rivals, z)
+    if fit["at_bound"]:
+        return Outcome.UNDECIDED, (f"the delays identify no finite K2*: the fit runs to the search's bound K2* = "
+                                   f"{fit['K2']:.0f} ({text})")
+    if not fit["identified"]:
+        return Outcome.UNDECIDED, (f"the delays identify no finite K2*: the fit stops at K2* = {fit['K2']:.1f}, but "
+                                   f"{fit['bound_share']:.0%} of the bootstrap's resamples run to the search's bound "
+                                   f"({text})")
+    return out, text
+
+
 def wrong_gamma_delays(points: Sequence[tuple[float, int, float]], K2: float, gamma: float) -> list[tuple[float, int, float]]:
     """The measured delays with their mean at each K replaced by ``(K2 - K)^-gamma`` through the measured
     mean at the smallest K, each run keeping its own deviation from its K's mean (as a factor): the same
@@ -366,7 +389,8 @@ def _check_g6(ctx) -> TierResult:
                                                                               for rec, _ in here])),
                                   n=len(here), kind="trained", note="G2 -> M2 delays: " + ", ".join(
                                       "-" if t is None else f"{t:.0f}" for _, t in here)))
-    readings.append({"name": "refinement inside the K2* bracket of the delay law's architecture", "verdict": "INFO",
+    readings.append({"name": "refinement past the last K of the grid's K2* bracket where the runs entered M2",
+                     "verdict": "INFO",
                      "detail": (f"K = {fine_Ks} inside [{brackets[d_arm]['lower']}, {brackets[d_arm]['upper']}], "
                                 f"{s['refine_seeds']} seeds of their own, up to {s['refine_steps']} steps"
                                 if fine_Ks else "none: " + ("no K2* bracket on the grid"
@@ -377,11 +401,7 @@ def _check_g6(ctx) -> TierResult:
     want, rivals = float(ctx.params["gamma"]), tuple(ctx.params["gamma_rivals"])
     if len({k for k, _, _ in pts}) >= MIN_DELAY_KS:
         fit = fit_delays(pts, rng, s["bootstrap"])
-        delay_out, delay_text = judge_exponent(fit["gamma"], fit["gamma_se"], want, rivals, z)
-        if fit["at_bound"]:
-            delay_out, delay_text = Outcome.UNDECIDED, (
-                f"the delays identify no finite K2*: the fit runs to the search's bound K2* = {fit['K2']:.0f} "
-                f"({delay_text})")
+        delay_out, delay_text = judge_delay_law(fit, want, rivals, z)
         numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: gamma in Delta tau_K = A (K2* - K)^-gamma", fit["gamma"],
                               stderr=fit["gamma_se"] if math.isfinite(fit["gamma_se"]) else 0.0, n=len(pts),
                               kind="trained", note=f"bootstrap over the runs ({fit['n_boot']} resamples); claim {want:g}"))
@@ -447,13 +467,17 @@ def _settings_text(s) -> str:
 
 
 def _g6_controls(ctx, s, brackets, pts, fit, want, rivals, tried) -> list[Control]:
-    """Wrong laws through the same deciding code: the capacity arms read in reverse (K2* shrinking with
-    capacity), and the delays with their means on a law of exponent 1 or 3 (:func:`wrong_gamma_delays`)."""
+    """Wrong laws through the same deciding code: more capacity that moves K2* below the grid
+    (:func:`shrunk_bracket`, against the smaller model's own bracket), and the delays with their means on a
+    law of exponent 1 or 3 (:func:`wrong_gamma_delays`). The arms swapped are no such control: their answer
+    is the real comparison's reversed, undecided wherever the real one is."""
     out = []
+    Ks = sorted({int(K) for K in s["K_grid"]})
     for small, large, what in s["growth_pairs"]:
-        o, text = decide_growth(brackets[large], brackets[small])
-        out.append(Control(f"K2* shrinking with {what} (the arms swapped)", "capacity read backwards: the larger "
-                           "model's brackets as the smaller's", _VERDICT_OF[o], f"K2* brackets {text}"))
+        o, text = decide_growth(brackets[small], shrunk_bracket(Ks))
+        out.append(Control(f"K2* shrinking with {what}: the larger model's K2* below the grid",
+                           "capacity that lowers K2* (no run of the larger model enters M2 at any K), against the "
+                           "smaller model's own bracket", _VERDICT_OF[o], f"K2* brackets {text}"))
     for g in rivals:
         if fit is None:
             out.append(Control(f"delays on a law with gamma = {g:g}", "the same runs' noise on a wrong divergence",
@@ -462,21 +486,25 @@ def _g6_controls(ctx, s, brackets, pts, fit, want, rivals, tried) -> list[Contro
         K2 = control_k2(fit, pts, tried)
         fake = wrong_gamma_delays(pts, K2, g)
         f = fit_delays(fake, ctx.rng(f"bootstrap-wrong-{g:g}"), s["bootstrap"])
-        o, text = judge_exponent(f["gamma"], f["gamma_se"], want, rivals, ctx.z)
-        if f["at_bound"]:
-            o, text = Outcome.UNDECIDED, f"the fit identifies no finite K2* ({text})"
+        o, text = judge_delay_law(f, want, rivals, ctx.z)
         out.append(Control(f"delays on a law with gamma = {g:g}", "the measured delays' noise on a divergence with "
                            f"another exponent at K2* = {K2:g}, through the same fit and judgement", _VERDICT_OF[o], text))
     return out
 
 
+def shrunk_bracket(Ks: Sequence[int]) -> dict[str, Any]:
+    """The K2* bracket of a model that enters M2 at no K of the grid ``Ks`` (its K2* below the grid)."""
+    return {"lower": None, "upper": min(Ks), "estimate": None}
+
+
 def control_k2(fit: Mapping[str, Any], points: Sequence[tuple[float, int, float]], K_tried: Sequence[int]) -> float:
-    """Where the wrong-exponent controls put their divergence: the fitted K2* when the delays identify one.
+    """Where the wrong-exponent controls put their divergence: the fitted K2* when the delays identify one
+    (:func:`fit_delays`' ``identified``).
     Otherwise where the runs stop entering M2 as the design resolves it: one step past the highest K with
     a delay, the step being the spacing of the two highest such K (the grid's resolution there), and no
     further than the next K tried (whose runs gave no delay). So a control's law diverges where the data
     allow a divergence, and the fit can tell its exponent from the claim's whatever the real delays do."""
-    if not fit.get("at_bound"):
+    if fit.get("identified", not fit.get("at_bound")):
         return float(fit["K2"])
     ks = sorted({float(k) for k, _, _ in points})
     top = ks[-1]
@@ -670,7 +698,7 @@ _MINIMAL = dict(C=10, alpha=0.1, N=64, encoder_width=64, lr=3e-3, batch=32, n_ev
 # 12, 16, 24 there gave three at master seeds 0 and 1). The grid alone cannot tell gamma's 2 from 1 or 3: its
 # top delays stop 4 or 16 K short of where the runs stop entering M2, and a divergence's curvature lives in
 # the last few K (seeds_to_tell: 13 and 251 seeds per K at master seeds 0 and 1). So the delay arm adds a
-# refinement at K inside its own K2* bracket, with seeds of their own and a longer budget
+# refinement one K at a time past its bracket's lower end, with seeds of their own and 3 times the budget
 _ARMS = ({"d_phi": 2, "decoder_width": 64}, {"d_phi": 16, "decoder_width": 64}, {"d_phi": 2, "decoder_width": 256})
 _G6_STANDARD = {"tiers": ("trained",), **_MINIMAL, "seeds": 2, "steps": 4000, "eval_every": 50, "bootstrap": 300,
                 "K_grid": (8, 12, 16, 20, 24, 28, 32, 48, 64), "arms": _ARMS,
@@ -703,11 +731,12 @@ G_6 = Claim(
         "architecture, "
         "gamma's error from a bootstrap over the runs (seeds and K); gamma ≈ 2 read as 2 inside gamma ± z se and "
         "1 and 3 outside it; VIOLATED when 2 lies outside. The delays are those of the grid and of a refinement: "
-        "the same architecture at 'refine_points' K evenly inside its own K2* bracket, with 'refine_seeds' seeds "
-        "of their own and a budget of 'refine_steps' (a divergence's curvature lives in the last K before K2*, "
-        "which the grid alone does not reach); the report gives the seeds per K the design needs to tell 2 from "
+        "the same architecture one K at a time past the last K of its own K2* bracket where the runs entered M2 "
+        "(up to 'refine_points' K), with 'refine_seeds' seeds of their own and a budget of 'refine_steps' (a "
+        "divergence's curvature lives in the last K before K2*, which the grid alone does not reach); the report gives the seeds per K the design needs to tell 2 from "
         "1 and 3 (a likelihood-ratio approximation) and the runs the budget censored. Negative controls through the same code, each must "
-        "FAIL: the capacity arms swapped (K2* shrinking with capacity) and the measured delays' noise on laws "
+        "FAIL: more capacity that moves K2* below the grid (no run of the larger model entering M2), against the "
+        "smaller model's bracket, and the measured delays' noise on laws "
         "with gamma = 1 and 3, diverging at the fitted K2* or, where the delays identify none, one step (the "
         "spacing of the two highest K with delays) past the last delay. The full transformer near K2* ≈ 7000 (third-party notes, width 64) is a finding "
         "for the paper profile."),
