@@ -89,8 +89,8 @@ def _run_seeds(ctx, name, params, *rest, **kw):
     return [(p["seed"], p.get("chain_seed")) for p in params]
 
 
-def _task_head_seeds(ctx, **kw):
-    return [(r["seed"], r.get("chain_seed")) for j in kw["jobs"] for r in j["runs"]]
+def _task_head_seeds(ctx, fn=None, jobs=None, **kw):
+    return [(r["seed"], r.get("chain_seed")) for j in (jobs if jobs is not None else kw["jobs"]) for r in j["runs"]]
 
 
 #: per trained claim: the training entry point its trained tier calls, and the seeds in its arguments
