@@ -23,7 +23,7 @@ import numpy as np
 from sim.claims.base import Claim, PrimaryReading, Source
 from sim.claims.jobs import planned_jobs, run_jobs
 from sim.papers.markov import runs as mr
-from sim.papers.markov.claims.gibson import fit_divergence, k1_bracket
+from sim.papers.markov.claims.gibson import fit_divergence, k1_bracket, search_k2
 from sim.papers.markov.placement import absolute_placement, judge_end
 from sim.priors import Dirichlet
 from sim.verdict import Assumption, Control, Finding, FindingKind, Number, Outcome, TierResult, Verdict, compare, \
@@ -91,7 +91,7 @@ def _train_arms(ctx, s, arms: Sequence[Mapping[str, Any]], runs: Sequence[Mappin
 def _g6_jobs(ctx) -> list:
     """G.6's training jobs as the cost plan sees them: one per architecture of ``arms``, and the delay
     arm's refinement (its K are placed by the first stage's K2* bracket, unknown before it runs: it is
-    listed at the grid's top K, which costs the same steps)."""
+    listed at the grid's last ``refine_points`` K, which cost the same steps)."""
     s = ctx.settings
     grid = _runs_grid(ctx, s)
     jobs = [job for arm in s["arms"]
@@ -246,25 +246,17 @@ def judge_exponent(gamma: float, se: float, want: float, rivals: Sequence[float]
 
 def profile_sse(K: Sequence[float], log_delay: Sequence[float], gamma: float, k_max: float | None = None) -> float:
     """The least sum of squares of ``log_delay - logA + gamma log(K2* - K)`` over ``logA`` and ``K2*``
-    in ``(max K, k_max]`` (default ``100 max K``) at a fixed exponent: a geometric search, then a
-    golden-section refinement between the best candidate's neighbours."""
+    in ``(max K, k_max]`` (default ``100 max K``) at a fixed exponent
+    (:func:`~sim.papers.markov.claims.gibson.search_k2`, finer than the
+    free fit's: 2,000 candidates from ``max K (1 + 1e-4)``)."""
     K, ly = np.asarray(K, float), np.asarray(log_delay, float)
-    top = K.max()
 
     def sse(K2):
         r = ly[None, :] + gamma * np.log(np.asarray(K2, float)[:, None] - K[None, :])
         return ((r - r.mean(1, keepdims=True)) ** 2).sum(1)
 
-    cands = top + np.geomspace(top * 1e-4, (k_max or 100 * top) - top, 2000)
-    i = int(np.argmin(sse(cands)))
-    lo, hi = cands[max(i - 1, 0)], cands[min(i + 1, len(cands) - 1)]
-    for _ in range(40):
-        m1, m2 = lo + 0.382 * (hi - lo), hi - 0.382 * (hi - lo)
-        if sse([m1])[0] <= sse([m2])[0]:
-            hi = m2
-        else:
-            lo = m1
-    return float(min(sse(cands).min(), sse([0.5 * (lo + hi)])[0]))
+    K2, _ = search_k2(sse, K.max(), k_max, n=2000, start=1e-4)
+    return float(sse([K2])[0])
 
 
 def seeds_to_tell(Ks: Sequence[float], K2: float, want: float, rivals: Sequence[float], sd: float,
@@ -378,26 +370,26 @@ def _check_g6(ctx) -> TierResult:
         fine = _refine_runs(ctx, s, fine_Ks)
         fine_recs = _train_arm(ctx, {**s, "steps": s["refine_steps"]}, arms[d_arm], fine, strategies=MEMORY, stop="M2")
         fine_delays = [delay_of(rec) for rec in fine_recs]
-        pts += [(r["K"], len(grid) + i, t) for i, (r, t) in enumerate(zip(fine, fine_delays)) if t is not None and t > 0]
+        pts += [(r["K"], len(grid) + i, t) for i, (r, t) in enumerate(zip(fine, fine_delays))
+                if t is not None and t > 0]
         d_runs += fine
         d_recs += list(fine_recs)
         for K in fine_Ks:
             here = [(rec, t) for r, rec, t in zip(fine, fine_recs, fine_delays) if r["K"] == K]
             refined.append((K, float(np.mean([entry_step(rec, "M2", "id") is not None for rec, _ in here]))))
             numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: refinement K={K}: fraction of seeds in M2 within "
-                                  f"{s['refine_steps']} steps", float(np.mean([entry_step(rec, 'M2', 'id') is not None
-                                                                              for rec, _ in here])),
-                                  n=len(here), kind="trained", note="G2 -> M2 delays: " + ", ".join(
-                                      "-" if t is None else f"{t:.0f}" for _, t in here)))
+                                  f"{s['refine_steps']} steps", refined[-1][1], n=len(here), kind="trained",
+                                  note="G2 -> M2 delays: " + ", ".join("-" if t is None else f"{t:.0f}"
+                                                                       for _, t in here)))
     readings.append({"name": "refinement past the last K of the grid's K2* bracket where the runs entered M2",
                      "verdict": "INFO",
                      "detail": (f"K = {fine_Ks} inside [{brackets[d_arm]['lower']}, {brackets[d_arm]['upper']}], "
                                 f"{s['refine_seeds']} seeds of their own, up to {s['refine_steps']} steps"
-                                if fine_Ks else "none: " + ("no K2* bracket on the grid"
-                                                            if int(s.get("refine_points", 0)) > 0 else "refine_points = 0"))})
+                                if fine_Ks else "none: " + ("no K2* bracket on the grid" if int(s.get("refine_points", 0))
+                                                            > 0 else "refine_points = 0"))})
     tried = sorted({int(K) for K in s["K_grid"]} | set(fine_Ks))
     rng = ctx.rng("bootstrap")
-    delay_out, delay_text, fit, power = Outcome.UNDECIDED, "", None, None
+    delay_out, delay_text, fit, power, k2_seen = Outcome.UNDECIDED, "", None, None, None
     want, rivals = float(ctx.params["gamma"]), tuple(ctx.params["gamma_rivals"])
     if len({k for k, _, _ in pts}) >= MIN_DELAY_KS:
         fit = fit_delays(pts, rng, s["bootstrap"])
@@ -407,13 +399,13 @@ def _check_g6(ctx) -> TierResult:
                               kind="trained", note=f"bootstrap over the runs ({fit['n_boot']} resamples); claim {want:g}"))
         numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: K2* fitted from the delays", fit["K2"], kind="trained",
                               note=f"bootstrap 16-84%: [{fit['K2_lo']:.1f}, {fit['K2_hi']:.1f}]"))
-        power = seeds_to_tell([k for k, _, _ in pts], control_k2(fit, pts, tried), want, rivals,
-                              fit["resid_sd"], z)
+        k2_seen = control_k2(fit, pts, tried)  # where the runs stop entering M2, as the design resolves it
+        power = seeds_to_tell([k for k, _, _ in pts], k2_seen, want, rivals, fit["resid_sd"], z)
         numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: seeds per K this grid needs to tell gamma = {want:g} "
                               f"from {', '.join(f'{r:g}' for r in rivals)} (and the controls' laws from {want:g})",
                               max(power["primary"], power["control"]), kind="trained",
                               note=_power_text(power, int(s["seeds"]))))
-        cens = censored_runs(d_runs, d_recs, control_k2(fit, pts, tried))
+        cens = censored_runs(d_runs, d_recs, k2_seen)
         if cens:
             numbers.append(Number(f"{_arch_text(arms[d_arm], s)}: runs with a G2 phase and no M2 by the budget, below "
                                   "the K2* the grid sees", sum(cens.values()), kind="trained",
@@ -429,7 +421,7 @@ def _check_g6(ctx) -> TierResult:
     readings.append({"name": "settings the paper leaves open (chosen here)", "verdict": "INFO",
                      "detail": _settings_text(s)})
     conclusion = _worst(growth_outs + [delay_out])
-    controls = _g6_controls(ctx, s, brackets, pts, fit, want, rivals, tried)
+    controls = _g6_controls(ctx, s, brackets, pts, fit, want, rivals, k2_seen)
     figures.append(_g6_figure(ctx, s, arms, Ks, grid, entries, pts, fit, d_arm, refined))
     assumptions = [_prior_assumption(ctx, s)]
     verdict = tier_verdict(assumptions, conclusion)
@@ -466,11 +458,12 @@ def _settings_text(s) -> str:
             f"sequences, {s['seeds']} seeds")
 
 
-def _g6_controls(ctx, s, brackets, pts, fit, want, rivals, tried) -> list[Control]:
+def _g6_controls(ctx, s, brackets, pts, fit, want, rivals, K2) -> list[Control]:
     """Wrong laws through the same deciding code: more capacity that moves K2* below the grid
-    (:func:`shrunk_bracket`, against the smaller model's own bracket), and the delays with their means on a
-    law of exponent 1 or 3 (:func:`wrong_gamma_delays`). The arms swapped are no such control: their answer
-    is the real comparison's reversed, undecided wherever the real one is."""
+    (:func:`shrunk_bracket`, against the smaller model's own bracket), and the delays with their means
+    on a law of exponent 1 or 3 diverging at ``K2`` (:func:`control_k2`, :func:`wrong_gamma_delays`).
+    The arms swapped are no such control: their answer is the real comparison's reversed, undecided
+    wherever the real one is."""
     out = []
     Ks = sorted({int(K) for K in s["K_grid"]})
     for small, large, what in s["growth_pairs"]:
@@ -483,7 +476,6 @@ def _g6_controls(ctx, s, brackets, pts, fit, want, rivals, tried) -> list[Contro
             out.append(Control(f"delays on a law with gamma = {g:g}", "the same runs' noise on a wrong divergence",
                                Verdict.INCONCLUSIVE, "no delay law fitted (too few K entered M2)"))
             continue
-        K2 = control_k2(fit, pts, tried)
         fake = wrong_gamma_delays(pts, K2, g)
         f = fit_delays(fake, ctx.rng(f"bootstrap-wrong-{g:g}"), s["bootstrap"])
         o, text = judge_delay_law(f, want, rivals, ctx.z)
@@ -733,13 +725,13 @@ G_6 = Claim(
         "1 and 3 outside it; VIOLATED when 2 lies outside. The delays are those of the grid and of a refinement: "
         "the same architecture one K at a time past the last K of its own K2* bracket where the runs entered M2 "
         "(up to 'refine_points' K), with 'refine_seeds' seeds of their own and a budget of 'refine_steps' (a "
-        "divergence's curvature lives in the last K before K2*, which the grid alone does not reach); the report gives the seeds per K the design needs to tell 2 from "
-        "1 and 3 (a likelihood-ratio approximation) and the runs the budget censored. Negative controls through the same code, each must "
-        "FAIL: more capacity that moves K2* below the grid (no run of the larger model entering M2), against the "
-        "smaller model's bracket, and the measured delays' noise on laws "
-        "with gamma = 1 and 3, diverging at the fitted K2* or, where the delays identify none, one step (the "
-        "spacing of the two highest K with delays) past the last delay. The full transformer near K2* ≈ 7000 (third-party notes, width 64) is a finding "
-        "for the paper profile."),
+        "divergence's curvature lives in the last K before K2*, which the grid alone does not reach); the report "
+        "gives the seeds per K the design needs to tell 2 from 1 and 3 (a likelihood-ratio approximation) and the "
+        "runs the budget censored. Negative controls through the same code, each must FAIL: more capacity that "
+        "moves K2* below the grid (no run of the larger model entering M2), against the smaller model's bracket, "
+        "and the measured delays' noise on laws with gamma = 1 and 3, diverging at the fitted K2* or, where the delays identify none, one step (the "
+        "spacing of the two highest K with delays) past the last delay. The full transformer near K2* ≈ 7000 "
+        "(third-party notes, width 64) is a finding for the paper profile."),
     assumptions=("rows i.i.d. symmetric Dirichlet",),
     checks={"trained": _check_g6},
     jobs={"trained": _g6_jobs},

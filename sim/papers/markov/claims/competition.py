@@ -425,12 +425,12 @@ G_5 = Claim(
         "fraction exceeds the baseline's by more than z Agresti-Caffo standard errors (z Bonferroni-corrected over "
         "the grid) and at no K falls below it so; a seed that ended in neither basin is an outcome not yet known "
         "(each fraction is a range from counting it as not memorised to counting it as memorised, and a move counts "
-        "only when the range's least favourable end makes it). Negative controls through the same checks, each must FAIL: a "
-        "unimodal sweep (seed s of n at the K near K1* replaced by lam M2 + (1 - lam) G2, lam evenly spread; where "
-        "no K has both outcomes, at the K whose memorised fraction is nearest 1/2) and an intervention that moves "
-        "K1* the other way off the grid (no seed memorises at any K, the baseline's own counts against it). Reported beside them (no other reading is a finding): the memorised "
-        "fraction with Clopper-Pearson intervals and the K1* bracket per condition, the same gap statistic at the "
-        "other K, and the clocks of the competition (the first step nearest G2 for the runs that generalise, nearest "
+        "only when the range's least favourable end makes it). Negative controls through the same checks, each "
+        "must FAIL: a unimodal sweep (seed s of n at the K near K1* replaced by lam M2 + (1 - lam) G2, lam evenly "
+        "spread; where no K has both outcomes, at the K whose memorised fraction is nearest 1/2) and an "
+        "intervention that moves K1* the other way off the grid (no seed memorises at any K, the baseline's own "
+        "counts against it). Reported beside them (no other reading is a finding): the memorised fraction with "
+        "Clopper-Pearson intervals and the K1* bracket per condition, the same gap statistic at the other K, and the clocks of the competition (the first step nearest G2 for the runs that generalise, nearest "
         "M1/M2 for those that memorise) against K. Quick does not run it (K x seeds x 3 conditions: 36 runs "
         "in standard)."),
     assumptions=("rows i.i.d. symmetric Dirichlet", "2-layer transformer, attention + MLP in each layer"),

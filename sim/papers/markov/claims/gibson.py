@@ -23,7 +23,7 @@ width 64 come from third-party notes (the catalogue), not from the paper.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -37,7 +37,8 @@ from sim.papers.markov.placement import absolute_placement, judge_end, placement
 from sim.claims.base import Claim, PrimaryReading, Source
 from sim.claims.jobs import planned_jobs
 
-__all__ = ["G_1", "G_2", "CLAIMS", "k1_bracket", "fit_power_law", "fit_divergence", "fit_offset_law", "judge_law",
+__all__ = ["G_1", "G_2", "CLAIMS", "k1_bracket", "fit_power_law", "fit_divergence", "search_k2", "fit_offset_law",
+           "judge_law",
            "law_x", "asymptotic_exponent_bound", "g1_run_params"]
 
 PHASES = mr.PHASES
@@ -368,16 +369,33 @@ def fit_power_law(x: Sequence[float], y: Sequence[float]) -> dict[str, float]:
             "n": n}
 
 
+def search_k2(sse: Callable[[Sequence[float]], np.ndarray], top: float, k_max: float | None = None, *,
+              n: int = 400, start: float = 1e-3) -> tuple[float, bool]:
+    """The K2* in ``(top, k_max]`` (default ``100 top``) that minimises ``sse`` (a function of an array of
+    candidates, returning their sums of squares): ``n`` candidates spaced geometrically from ``top (1 +
+    start)``, then a golden-section refinement between the best one's neighbours (0.618^40 ~ 4e-9 of
+    their gap). Returns K2* and whether the best candidate was the last (the search's range, not the
+    data, stopped it)."""
+    cands = top + np.geomspace(top * start, (k_max or 100 * top) - top, n)
+    i = int(np.argmin(sse(cands)))
+    lo, hi = cands[max(i - 1, 0)], cands[min(i + 1, len(cands) - 1)]
+    for _ in range(40):
+        m1, m2 = lo + 0.382 * (hi - lo), hi - 0.382 * (hi - lo)
+        if sse([m1])[0] <= sse([m2])[0]:
+            hi = m2
+        else:
+            lo = m1
+    return float(0.5 * (lo + hi)), i == len(cands) - 1
+
+
 def fit_divergence(K: Sequence[float], delay: Sequence[float], *, k_max: float | None = None) -> dict[str, float]:
-    """Fit ``delay = A (K2* - K)^(-gamma)`` (least squares in log delay): ``K2*`` by a search
-    over ``(max K, k_max]`` (default ``100 max K``; 400 geometrically spaced candidates, then a
-    golden-section refinement between the best one's neighbours), ``A, gamma`` by linear least
+    """Fit ``delay = A (K2* - K)^(-gamma)`` (least squares in log delay): ``K2*`` by :func:`search_k2`
+    over ``(max K, k_max]`` (default ``100 max K``; 400 candidates), ``A, gamma`` by linear least
     squares at each candidate. Returns ``{"K2", "gamma", "logA", "resid_sd", "n", "at_bound"}``
     (``at_bound``: the best candidate is the last, so the search's range, not the data, stopped K2*)."""
     K, d = np.asarray(K, float), np.asarray(delay, float)
     if len(K) < 3 or len(set(K.tolist())) < 3:
         raise ValueError("a divergence fit needs delays at >= 3 distinct K")
-    top = K.max()
     ly = np.log(d)
 
     def fits(K2):  # the least-squares line of log delay on log(K2* - K), for every candidate at once
@@ -388,19 +406,10 @@ def fit_divergence(K: Sequence[float], delay: Sequence[float], *, k_max: float |
         sse = ((ly[None, :] - a[:, None] - b[:, None] * lx) ** 2).sum(1)
         return sse, a, b
 
-    cands = top + np.geomspace(top * 1e-3, (k_max or 100 * top) - top, 400)
-    i = int(np.argmin(fits(cands)[0]))
-    lo, hi = cands[max(i - 1, 0)], cands[min(i + 1, len(cands) - 1)]
-    for _ in range(40):  # golden-section refinement inside the neighbouring candidates (0.618^40 ~ 4e-9)
-        m1, m2 = lo + 0.382 * (hi - lo), hi - 0.382 * (hi - lo)
-        if fits([m1])[0][0] <= fits([m2])[0][0]:
-            hi = m2
-        else:
-            lo = m1
-    K2 = 0.5 * (lo + hi)
+    K2, at_bound = search_k2(lambda c: fits(c)[0], K.max(), k_max)
     sse, a, b = (float(v[0]) for v in fits([K2]))
-    return {"K2": float(K2), "gamma": -b, "logA": a, "resid_sd": math.sqrt(sse / (len(K) - 2)) if len(K) > 2 else 0.0,
-            "n": len(K), "at_bound": i == len(cands) - 1}
+    return {"K2": K2, "gamma": -b, "logA": a, "resid_sd": math.sqrt(sse / (len(K) - 2)) if len(K) > 2 else 0.0,
+            "n": len(K), "at_bound": at_bound}
 
 
 #: The scaling variable of each law for tau_2Gen against the context length N.
